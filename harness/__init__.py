@@ -1,0 +1,46 @@
+"""headscope's engine.
+
+Registry, typed specs and results, model adapters, attention dispatch, token-span
+mapping, metrics, evaluator and CLI.
+
+Importing this package does no heavy work: torch, transformers and media
+decoders load lazily inside the functions that need them.
+"""
+
+from harness.heads import Geometry, Head
+from harness.payloads import (
+    Box,
+    BoxEvidence,
+    Generation,
+    PageEvidence,
+    Request,
+    TubeEvidence,
+    Video,
+)
+from harness.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS, intervention, model_family, task
+from harness.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Box",
+    "BoxEvidence",
+    "Generation",
+    "Geometry",
+    "Head",
+    "INTERVENTIONS",
+    "InterventionSpec",
+    "MODEL_FAMILIES",
+    "ModelSpec",
+    "PageEvidence",
+    "Request",
+    "RunSpec",
+    "TASKS",
+    "TaskSpec",
+    "TubeEvidence",
+    "Video",
+    "__version__",
+    "intervention",
+    "model_family",
+    "task",
+]

@@ -1,0 +1,266 @@
+"""The evaluator: runs a model × tasks × interventions grid, resumably.
+
+Flow per (task, intervention) cell: docs → requests → model (batched) → parsed
+answers → per-sample scores → aggregates with stderr. Every scored sample is
+appended to the cell's JSONL log before the next batch starts, so a run killed
+midway loses at most one batch; rerunning the same spec into the same output
+directory skips the samples already logged and produces the same results as an
+uninterrupted run. A different spec into a non-empty directory is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.results import (
+    MetricDefRecord,
+    MetricRecord,
+    ResultEntry,
+    RunResults,
+    SampleLog,
+    write_json_atomic,
+)
+from harness.specs import RunSpec, SpecError, TaskSpec
+from harness.task_api import SampleError, ScoringContext, Task, TaskLoadError, build_task
+
+__all__ = ["run_grid", "EvaluationError", "samples_filename"]
+
+SPEC_FILE = "run_spec.json"
+
+
+class EvaluationError(RuntimeError):
+    """A grid that cannot go on (names the task / document / file at fault)."""
+
+
+def samples_filename(task: str, intervention_label: str) -> str:
+    """File name of a cell's sample log: readable, filesystem-safe and collision-free."""
+    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", intervention_label)
+    if slug != intervention_label:
+        slug += "-" + hashlib.sha1(intervention_label.encode()).hexdigest()[:8]
+    return f"{task}__{slug}.jsonl"
+
+
+def _check_output_dir(out: Path, spec: RunSpec) -> None:
+    spec_path = out / SPEC_FILE
+    identity = spec.identity()
+    if spec_path.exists():
+        import json
+
+        previous = json.loads(spec_path.read_text(encoding="utf-8"))
+        if previous != identity:
+            raise SpecError(
+                f"output directory {str(out)!r} holds a run with a different spec; "
+                "use a new --output directory (or the same spec to resume)"
+            )
+    elif out.exists() and any(out.iterdir()):
+        raise SpecError(
+            f"output directory {str(out)!r} is not empty and holds no headscope run; "
+            "choose an empty or new directory"
+        )
+    write_json_atomic(spec_path, identity)
+
+
+def _load_docs(task: Task, tspec: TaskSpec) -> Sequence[Any]:
+    try:
+        docs = list(task.load(split=tspec.split, limit=tspec.limit))
+    except (SampleError, TaskLoadError) as exc:
+        raise EvaluationError(f"task {tspec.name!r}: documents failed to load: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - loaders fail in many ways; name the culprit
+        raise EvaluationError(
+            f"task {tspec.name!r}: documents failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
+    if tspec.limit is not None:
+        docs = docs[: tspec.limit]
+    ids = [d.doc_id for d in docs]
+    if len(set(ids)) != len(ids):
+        raise EvaluationError(f"task {tspec.name!r}: duplicate doc ids in the loaded documents")
+    return docs
+
+
+def _run_cell(
+    task: Task,
+    docs: Sequence[Any],
+    adapter: Any,
+    log: SampleLog,
+    spec: RunSpec,
+    desc: str,
+    shard: tuple[int, int] = (0, 1),
+) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    done = {row["doc_id"] for row in log.read()}
+    rank, world = shard
+    pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
+    ctx = ScoringContext(parse_box=adapter.parse_box, seed=spec.seed)
+    counters = {"skipped": 0}
+    bar = tqdm(total=len(docs), initial=len(docs) - len(pending), desc=desc, leave=False)
+    for start in range(0, len(pending), spec.batch_size):
+        batch, requests = [], []
+        for doc in pending[start : start + spec.batch_size]:
+            try:
+                requests.append(task.request(doc))
+                batch.append(doc)
+            except SampleError as exc:
+                if not spec.skip_bad_docs:
+                    raise EvaluationError(
+                        f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc} "
+                        "(use --skip-bad-docs to count and skip such samples)"
+                    ) from exc
+                log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
+                counters["skipped"] += 1
+                bar.update(1)
+        if not batch:
+            continue
+        t0 = time.perf_counter()
+        generations = adapter.generate(requests)
+        batch_ms = (time.perf_counter() - t0) * 1000.0
+        for doc, req, gen in zip(batch, requests, generations, strict=True):
+            row: dict[str, Any] = {
+                "doc_id": doc.doc_id,
+                "prompt": req.text,
+                "output": gen.text,
+                "timing": {
+                    "prefill_ms": gen.prefill_ms,
+                    "total_ms": gen.total_ms if gen.total_ms is not None else batch_ms / len(batch),
+                    "prompt_tokens": gen.prompt_tokens,
+                    "output_tokens": gen.output_tokens,
+                },
+                **task.sample_log(doc),
+            }
+            try:
+                row["scores"] = task.score(doc, gen, ctx)
+            except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            log.append(row)
+            bar.update(1)
+    bar.close()
+    return counters
+
+
+def _summarise(task: Task, docs: Sequence[Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    order = {d.doc_id: i for i, d in enumerate(docs)}
+    rows = sorted((r for r in rows if r["doc_id"] in order), key=lambda r: order[r["doc_id"]])
+    scored = [r for r in rows if "scores" in r]
+    failures = [{"doc_id": r["doc_id"], "error": r["error"]} for r in rows if "error" in r]
+    skipped = sum(1 for r in rows if "skipped" in r)
+    metrics = [
+        MetricRecord(m.name, _finite(m.value), m.stderr, m.n)
+        for m in task.aggregate([r["scores"] for r in scored])
+    ]
+    timing = _timing_summary(scored)
+    return {
+        "metrics": metrics,
+        "n_samples": len(scored),
+        "n_skipped": skipped,
+        "failures": failures,
+        "timing": timing,
+    }
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN → None (JSON has no NaN)
+
+
+def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    import statistics
+
+    out: dict[str, Any] = {}
+    for key in ("prefill_ms", "total_ms"):
+        vals = [r["timing"][key] for r in rows if r.get("timing", {}).get(key) is not None]
+        if vals:
+            out[f"{key}_median"] = statistics.median(vals)
+    return out
+
+
+def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)) -> RunResults:
+    """Run the grid described by ``spec`` and write its results.
+
+    Args:
+        spec: The run spec.
+        adapter: A ready model adapter (tests pass a mock); None loads ``spec.model``.
+        shard: ``(rank, world_size)``; rank r evaluates docs r, r+W, ... (see
+            :mod:`harness.distributed`). Results are written by rank 0 only.
+
+    Returns:
+        The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``).
+    """
+    from harness.intervention_api import build_intervention
+    from harness.provenance import collect_provenance
+
+    out = Path(spec.output)
+    # Validate every name before any work is done.
+    tasks = [(t, build_task(t.name, t.args)) for t in spec.tasks]
+    interventions = [(i, build_intervention(i)) for i in spec.interventions]
+    if shard[0] == 0:
+        _check_output_dir(out, spec)
+    if adapter is None:
+        from harness.models.base import load_adapter
+
+        adapter = load_adapter(spec.model)
+    entries: list[ResultEntry] = []
+    metric_defs: dict[str, list[MetricDefRecord]] = {}
+    provenance = collect_provenance(adapter)
+    for tspec, task in tasks:
+        docs = _load_docs(task, tspec)
+        metric_defs[tspec.name] = [
+            MetricDefRecord(m.name, m.higher_is_better, m.description) for m in task.metrics
+        ]
+        for ispec, interv in interventions:
+            fname = samples_filename(tspec.name, ispec.label)
+            log = SampleLog(out / "samples" / _shard_name(fname, shard))
+            desc = f"{tspec.name} × {ispec.label}"
+            with interv.attach(adapter) as resolved:
+                _run_cell(task, docs, adapter, log, spec, desc, shard)
+            if shard[0] != 0 or shard[1] != 1:
+                continue  # merged by harness.distributed
+            summary = _summarise(task, docs, log.read())
+            entries.append(
+                ResultEntry(
+                    task=tspec.name,
+                    task_args=dict(tspec.args),
+                    split=tspec.split or task.default_split,
+                    task_settings=task.settings(),
+                    intervention=ispec.label,
+                    intervention_spec={"name": ispec.name, "args": dict(ispec.args)},
+                    intervention_resolved=dict(resolved or {}),
+                    samples_file=f"samples/{fname}",
+                    **summary,
+                )
+            )
+            _save(out, spec, provenance, metric_defs, entries, adapter, status="partial")
+    results = _save(out, spec, provenance, metric_defs, entries, adapter, status="complete")
+    return results
+
+
+def _shard_name(fname: str, shard: tuple[int, int]) -> str:
+    if shard == (0, 1):
+        return fname
+    return fname.replace(".jsonl", f".rank{shard[0]}of{shard[1]}.jsonl")
+
+
+def _save(
+    out: Path,
+    spec: RunSpec,
+    provenance: dict[str, Any],
+    metric_defs: dict[str, list[MetricDefRecord]],
+    entries: list[ResultEntry],
+    adapter: Any,
+    status: str,
+) -> RunResults:
+    resolved = spec.to_dict()
+    resolved["model"]["pretrained"] = adapter.settings().get("pretrained")
+    results = RunResults(
+        spec_passed=spec.to_dict(),
+        spec_resolved=resolved,
+        metric_defs=metric_defs,
+        entries=list(entries),
+        status=status,
+        **provenance,
+    )
+    results.save(out / "results.json")
+    return results

@@ -1,0 +1,93 @@
+"""Attention heads as values, and the model geometry they live in.
+
+A head has exactly one printed form, ``L{layer}H{head}`` (0-based), e.g. ``L12H3``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Head", "Geometry"]
+
+_HEAD_RE = re.compile(r"^L(\d+)H(\d+)$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Head:
+    """A query head of the text decoder: (layer, head), both 0-based."""
+
+    layer: int
+    head: int
+
+    def __post_init__(self) -> None:
+        if self.layer < 0 or self.head < 0:
+            raise ValueError(f"negative head index {self.layer}, {self.head}")
+
+    def __str__(self) -> str:
+        return f"L{self.layer}H{self.head}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        """Parse the printed form ``L12H3``."""
+        match = _HEAD_RE.match(text.strip())
+        if not match:
+            raise ValueError(f"not a head: {text!r} (expected e.g. 'L12H3')")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    """Text-decoder geometry of a model.
+
+    Attributes:
+        num_layers: Decoder layers.
+        num_heads: Query heads per layer.
+        num_kv_heads: Key/value heads per layer (GQA groups).
+        head_dim: Per-head dimension.
+        hidden_size: Residual width.
+        intermediate_size: FFN width (0 if unknown).
+    """
+
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    hidden_size: int
+    intermediate_size: int = 0
+
+    @property
+    def num_total_heads(self) -> int:
+        """All query heads of the decoder (L·H)."""
+        return self.num_layers * self.num_heads
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per KV head."""
+        return self.num_heads // self.num_kv_heads
+
+    def all_heads(self) -> list[Head]:
+        """Every head, layer-major."""
+        return [Head(la, h) for la in range(self.num_layers) for h in range(self.num_heads)]
+
+    def check(self, head: Head) -> Head:
+        """Return ``head`` or raise if it does not exist in this geometry."""
+        if head.layer >= self.num_layers or head.head >= self.num_heads:
+            raise ValueError(
+                f"head {head} outside the model ({self.num_layers} layers × {self.num_heads} heads)"
+            )
+        return head
+
+    def count(self, k: float) -> int:
+        """Turn ``k`` (a count ≥ 1, or a fraction in (0, 1)) into a head count (rounded up)."""
+        import math
+
+        if k < 0:
+            raise ValueError(f"k must be ≥ 0, got {k}")
+        if 0 < k < 1:
+            return min(self.num_total_heads, math.ceil(k * self.num_total_heads))
+        if k != int(k):
+            raise ValueError(f"k must be a whole count or a fraction in (0, 1), got {k}")
+        if k > self.num_total_heads:
+            raise ValueError(f"k={int(k)} exceeds the model's {self.num_total_heads} heads")
+        return int(k)

@@ -1,0 +1,153 @@
+"""The model adapter interface: one thin adapter per VLM family.
+
+An adapter wraps the Hugging Face model and processor (never reimplements a
+forward), turns typed :class:`~harness.payloads.Request` objects into model
+inputs with the family's chat template, generates text, reports the text
+decoder's geometry, maps evidence onto token positions, and owns the family's
+coordinate convention for grounding answers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from harness.payloads import Box, Evidence, Generation, Request
+
+if TYPE_CHECKING:
+    from harness.heads import Geometry
+    from harness.specs import ModelSpec
+
+__all__ = ["ModelAdapter", "TokenSpans", "BoxConvention", "parse_box_text", "load_adapter"]
+
+BoxConvention = Literal["normalized", "normalized_1000", "pixels_resized", "pixels"]
+
+_NUM = r"-?\d+(?:\.\d+)?"
+_BOX_RE = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSpans:
+    """Token positions (indices into the unpadded ``input_ids`` of one request).
+
+    Attributes:
+        evidence: Ω(V*): positions of the visual tokens covering the evidence.
+        instruction: Positions of the instruction (question) tokens.
+        visual: Positions of all visual tokens of the request.
+        seq_len: Length of the request's unpadded input.
+    """
+
+    evidence: tuple[int, ...]
+    instruction: tuple[int, ...]
+    visual: tuple[int, ...]
+    seq_len: int
+
+
+def parse_box_text(
+    text: str,
+    image_size: tuple[int, int],
+    convention: BoxConvention,
+    resized_size: tuple[int, int] | None = None,
+) -> Box | None:
+    """Parse the first ``[x1, y1, x2, y2]`` in ``text`` into an original-image pixel box.
+
+    Args:
+        text: Model output.
+        image_size: (width, height) of the original image.
+        convention: How the family writes coordinates: ``normalized`` in [0, 1],
+            ``normalized_1000`` integers in [0, 1000] (Qwen2-VL), ``pixels_resized``
+            absolute pixels of the resized image the model saw (Qwen2.5/3-VL),
+            ``pixels`` absolute pixels of the original image.
+        resized_size: (width, height) the model saw, for ``pixels_resized``.
+
+    Returns:
+        The box, or None if no well-formed, non-degenerate box is found.
+    """
+    match = _BOX_RE.search(text)
+    if not match:
+        return None
+    x1, y1, x2, y2 = (float(g) for g in match.groups())
+    width, height = image_size
+    if convention == "normalized":
+        sx, sy = width, height
+    elif convention == "normalized_1000":
+        sx, sy = width / 1000.0, height / 1000.0
+    elif convention == "pixels_resized":
+        if resized_size is None:
+            raise ValueError("pixels_resized needs the resized image size")
+        sx, sy = width / resized_size[0], height / resized_size[1]
+    else:
+        sx = sy = 1.0
+    x1, x2 = sorted((x1 * sx, x2 * sx))
+    y1, y2 = sorted((y1 * sy, y2 * sy))
+    if x2 <= x1 or y2 <= y1:
+        return None
+    return Box(x1, y1, x2, y2)
+
+
+class ModelAdapter:
+    """Base class of model adapters; subclasses register with ``@model_family(name)``.
+
+    Attributes:
+        spec: The resolved model spec.
+        model: The Hugging Face model (eval mode), text decoder on the headscope dispatch.
+        processor: The Hugging Face processor.
+    """
+
+    box_convention: ClassVar[BoxConvention] = "normalized"
+    default_pretrained: ClassVar[str | None] = None
+    registry_name: ClassVar[str] = ""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.model: Any = None
+        self.processor: Any = None
+
+    # -- geometry & settings -------------------------------------------------------
+    @property
+    def geometry(self) -> Geometry:
+        """Text-decoder geometry (layers, heads, KV heads, head_dim, hidden)."""
+        from harness.dispatch import geometry_of
+
+        return geometry_of(self.model)
+
+    def settings(self) -> dict[str, Any]:
+        """Settings that change numbers (dtype, attention, resolution...), for results."""
+        return {
+            "family": self.registry_name,
+            "pretrained": self.spec.pretrained or self.default_pretrained,
+            "dtype": self.spec.dtype,
+            "attn_implementation": self.spec.attn_implementation,
+            "box_convention": self.box_convention,
+        }
+
+    # -- inputs ----------------------------------------------------------------------
+    def prepare(self, requests: list[Request]) -> dict[str, Any]:
+        """Model inputs for a batch (left padded), ready for ``model(**inputs)``."""
+        raise NotImplementedError
+
+    def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
+        """Map ``evidence`` to Ω(V*) and locate the instruction tokens of ``request``.
+
+        Raises:
+            harness.payloads.EvidenceError: evidence empty, degenerate or outside the input.
+        """
+        raise NotImplementedError
+
+    # -- outputs -----------------------------------------------------------------------
+    def generate(self, requests: list[Request]) -> list[Generation]:
+        """Greedy generation for a batch of requests."""
+        raise NotImplementedError
+
+    def parse_box(self, text: str, image_size: tuple[int, int]) -> Box | None:
+        """The family's coordinate convention applied to model output."""
+        return parse_box_text(text, image_size, self.box_convention)
+
+
+def load_adapter(spec: ModelSpec) -> ModelAdapter:
+    """Instantiate the registered adapter named by ``spec.name``."""
+    from harness.registry import MODEL_FAMILIES
+
+    cls = MODEL_FAMILIES.get(spec.name)
+    return cls(spec)

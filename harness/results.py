@@ -1,0 +1,250 @@
+"""The versioned results schema — the only thing leaderboards read.
+
+A run directory holds ``results.json`` (a :class:`RunResults`) and per-sample
+logs ``samples/<task>__<intervention>.jsonl`` (append-only, flushed per sample).
+JSON files are written atomically (temp file + rename) so a crash never leaves
+a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "MetricRecord",
+    "MetricDefRecord",
+    "ResultEntry",
+    "RunResults",
+    "SampleLog",
+    "ResultsError",
+    "write_json_atomic",
+    "load_results",
+]
+
+SCHEMA_NAME = "headscope.results"
+SCHEMA_VERSION = 1
+
+
+class ResultsError(ValueError):
+    """A results file that does not follow the schema."""
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` via a temp file in the same directory + rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False, default=_json_default)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "__fspath__"):
+        return os.fspath(obj)
+    return str(obj)
+
+
+@dataclass(frozen=True)
+class MetricDefRecord:
+    """A metric definition as stored in results (direction declared once)."""
+
+    name: str
+    higher_is_better: bool
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    """One aggregated metric of a (task, intervention) cell."""
+
+    name: str
+    value: float | None
+    stderr: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class ResultEntry:
+    """Results of one task under one intervention.
+
+    Attributes:
+        task: Registered task name.
+        task_args: Variant arguments as passed.
+        split: Split evaluated.
+        task_settings: Settings of the task that change numbers (frames, dpi, variant).
+        intervention: The intervention label (``none``, ``ablate:k=0.1,...``).
+        intervention_spec: Name + args as passed.
+        intervention_resolved: What was actually applied (heads, draws, semantics...).
+        metrics: Aggregated metrics.
+        n_samples: Samples scored.
+        n_skipped: Samples skipped for unreadable media (only with skip_bad_docs).
+        failures: Per-sample failures ``{"doc_id", "error"}`` (not scored).
+        samples_file: Per-sample log, relative to the run directory.
+        timing: Timing summaries (ms): prefill / total per sample, medians.
+    """
+
+    task: str
+    task_args: dict[str, Any]
+    split: str | None
+    task_settings: dict[str, Any]
+    intervention: str
+    intervention_spec: dict[str, Any]
+    intervention_resolved: dict[str, Any]
+    metrics: list[MetricRecord]
+    n_samples: int
+    n_skipped: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    samples_file: str = ""
+    timing: dict[str, Any] = field(default_factory=dict)
+
+    def metric(self, name: str) -> MetricRecord:
+        """Look up a metric by name."""
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(f"{self.task}/{self.intervention} has no metric {name!r}")
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """The results of one run (one model × tasks × interventions grid).
+
+    Attributes:
+        spec_passed: The run spec as given by the user.
+        spec_resolved: The spec after defaults (model path, splits...) were filled in.
+        headscope_version: Package version.
+        git: ``{"commit": str | None, "dirty": bool | None}`` of the headscope checkout.
+        environment: Versions (python, torch, transformers), device, platform.
+        model: Adapter settings (family, pretrained, dtype, attention, geometry...).
+        settings: Run-wide settings that change numbers (seed, dtype, attn impl...).
+        metric_defs: ``{task: [MetricDefRecord]}`` — direction declared once per metric.
+        entries: One per (task, intervention).
+        created: ISO timestamp.
+        status: "complete" or "partial" (written while the grid runs).
+    """
+
+    spec_passed: dict[str, Any]
+    spec_resolved: dict[str, Any]
+    headscope_version: str
+    git: dict[str, Any]
+    environment: dict[str, Any]
+    model: dict[str, Any]
+    settings: dict[str, Any]
+    metric_defs: dict[str, list[MetricDefRecord]]
+    entries: list[ResultEntry]
+    created: str = ""
+    status: str = "complete"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form with the schema header."""
+        body = asdict(self)
+        return {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, **body}
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "results") -> RunResults:
+        """Validate and build from the JSON form."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+            raise ResultsError(f"{where}: not a headscope results file (schema != {SCHEMA_NAME})")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ResultsError(
+                f"{where}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
+            )
+        try:
+            defs = {
+                t: [MetricDefRecord(**d) for d in ds] for t, ds in data["metric_defs"].items()
+            }
+            entries = []
+            for raw in data["entries"]:
+                raw = dict(raw)
+                raw["metrics"] = [MetricRecord(**m) for m in raw["metrics"]]
+                entries.append(ResultEntry(**raw))
+            fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+            fields.update(metric_defs=defs, entries=entries)
+            return cls(**fields)
+        except (KeyError, TypeError) as exc:
+            raise ResultsError(f"{where}: malformed results: {exc}") from None
+
+    def higher_is_better(self, task: str, metric: str) -> bool:
+        """Direction of ``metric`` of ``task``, from its single declaration."""
+        for d in self.metric_defs.get(task, []):
+            if d.name == metric:
+                return d.higher_is_better
+        raise KeyError(f"no metric definition for {task}/{metric}")
+
+
+def load_results(path: str | Path) -> RunResults:
+    """Load ``results.json`` (or a run directory containing it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise ResultsError(f"no results file at {str(path)!r}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: invalid JSON: {exc}") from None
+    return RunResults.from_dict(data, where=str(path))
+
+
+class SampleLog:
+    """Append-only JSONL log of per-sample rows, flushed after every row.
+
+    Reading tolerates a torn last line (a crash mid-write): it is dropped and the
+    file truncated to the last complete row, so a resumed run appends cleanly.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete rows (repairs a torn tail)."""
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        rows: list[dict[str, Any]] = []
+        good_end = 0
+        pos = 0
+        for line in raw.splitlines(keepends=True):
+            pos += len(line)
+            if not line.endswith(b"\n"):
+                break
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+            good_end = pos
+        if good_end != len(raw):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(good_end)
+        return rows
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Append one row and flush it to disk."""
+        line = json.dumps(row, default=_json_default, ensure_ascii=False)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())

@@ -1,0 +1,286 @@
+"""Typed, frozen run specifications.
+
+Specs come from CLI flags or a YAML/JSON run file. Unknown keys are errors, and
+nested values travel as real JSON/YAML structures, never as "k=v,k=v" strings.
+The one exception is the short intervention form ``name:key=value,...`` for the
+command line, whose values are parsed as JSON scalars (lists need the JSON form).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SpecError",
+    "ModelSpec",
+    "TaskSpec",
+    "InterventionSpec",
+    "RunSpec",
+    "load_run_file",
+    "parse_intervention",
+    "parse_task",
+]
+
+DEFAULT_MODEL = "toy"
+
+
+class SpecError(ValueError):
+    """A malformed spec (usage error: exit code 2 on the command line)."""
+
+
+def _from_dict(cls: type, data: Any, where: str) -> Any:
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a mapping, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(names)}")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to load and how.
+
+    Attributes:
+        name: Registered model family (``toy``, ``qwen2_5_vl``, ``llava``, ...).
+        pretrained: HF hub id or local directory; None uses the family's default.
+        revision: Hub revision (commit, tag or branch).
+        dtype: "float32", "bfloat16", "float16" or "auto".
+        device: "cpu", "cuda", "cuda:1", ... (ignored when ``device_map`` is set).
+        device_map: Passed to ``from_pretrained`` (e.g. "auto" for models that
+            do not fit on one device).
+        attn_implementation: Attention used by the text decoder. Interventions
+            always run through headscope's dispatch, which reproduces "sdpa"
+            exactly when no intervention is active.
+        args: Family-specific options (image resolution, max pixels, frames...).
+    """
+
+    name: str = DEFAULT_MODEL
+    pretrained: str | None = None
+    revision: str | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    device_map: str | None = None
+    attn_implementation: str = "sdpa"
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.dtype not in {"float32", "bfloat16", "float16", "auto"}:
+            raise SpecError(f"model dtype {self.dtype!r} not one of float32/bfloat16/float16/auto")
+        if self.attn_implementation not in {"sdpa", "eager"}:
+            raise SpecError(
+                f"attn_implementation {self.attn_implementation!r} must be 'sdpa' or 'eager' "
+                "(the headscope dispatch wraps it)"
+            )
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "model") -> ModelSpec:
+        """Build from a mapping; unknown keys are errors."""
+        return _from_dict(cls, data, where)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of the grid.
+
+    Attributes:
+        name: Registered task name.
+        split: Dataset split; None means the task's default.
+        limit: Evaluate only the first ``limit`` documents.
+        args: Variant arguments of the task (e.g. ``{"subset": "adversarial"}``).
+    """
+
+    name: str
+    split: str | None = None
+    limit: int | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise SpecError(f"task {self.name!r}: limit must be ≥ 1, got {self.limit}")
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "task") -> TaskSpec:
+        """Build from a mapping or a bare name."""
+        if isinstance(data, str):
+            return parse_task(data)
+        return _from_dict(cls, data, where)
+
+
+@dataclass(frozen=True)
+class InterventionSpec:
+    """An intervention by registered name plus its typed arguments.
+
+    Attributes:
+        name: Registered intervention ("none", "ablate", "sap", "hybrid", ...).
+        args: Keyword arguments of the intervention's config class.
+    """
+
+    name: str = "none"
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """A filesystem-safe, stable label (used in sample file names and tables)."""
+        if not self.args:
+            return self.name
+        parts = [f"{k}={_label_value(v)}" for k, v in sorted(self.args.items())]
+        return f"{self.name}:" + ",".join(parts)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "intervention") -> InterventionSpec:
+        """Build from a mapping or the short string form."""
+        if isinstance(data, str):
+            return parse_intervention(data)
+        return _from_dict(cls, data, where)
+
+
+def _label_value(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).strip('"')
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A model × tasks × interventions grid.
+
+    Attributes:
+        model: The model to evaluate.
+        tasks: Tasks to run.
+        interventions: Interventions (each run on every task); "none" is the baseline.
+        seed: Global seed (sampling fallbacks, random head draws).
+        batch_size: Requests per generate call.
+        output: Output directory.
+        skip_bad_docs: Count and skip samples whose media cannot be read.
+    """
+
+    model: ModelSpec = field(default_factory=ModelSpec)
+    tasks: tuple[TaskSpec, ...] = ()
+    interventions: tuple[InterventionSpec, ...] = (InterventionSpec(),)
+    seed: int = 0
+    batch_size: int = 1
+    output: str = "headscope_out"
+    skip_bad_docs: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise SpecError("run spec has no tasks")
+        if not self.interventions:
+            raise SpecError("run spec has no interventions (use 'none' for the baseline)")
+        if self.batch_size < 1:
+            raise SpecError(f"batch_size must be ≥ 1, got {self.batch_size}")
+        labels = [i.label for i in self.interventions]
+        if len(set(labels)) != len(labels):
+            raise SpecError(f"duplicate interventions in the grid: {labels}")
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "run file") -> RunSpec:
+        """Build from a nested mapping (the run file's content)."""
+        if not isinstance(data, dict):
+            raise SpecError(f"{where}: expected a mapping at the top level")
+        data = dict(data)
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        if "model" in data:
+            data["model"] = ModelSpec.from_dict(data["model"], f"{where}: model")
+        if "tasks" in data:
+            if not isinstance(data["tasks"], list | tuple):
+                raise SpecError(f"{where}: 'tasks' must be a list")
+            data["tasks"] = tuple(
+                TaskSpec.from_dict(t, f"{where}: tasks[{i}]") for i, t in enumerate(data["tasks"])
+            )
+        if "interventions" in data:
+            if not isinstance(data["interventions"], list | tuple):
+                raise SpecError(f"{where}: 'interventions' must be a list")
+            data["interventions"] = tuple(
+                InterventionSpec.from_dict(x, f"{where}: interventions[{i}]")
+                for i, x in enumerate(data["interventions"])
+            )
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (round-trips through :meth:`from_dict`)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def identity(self) -> dict[str, Any]:
+        """The parts of the spec that define the results (output dir and batch size excluded)."""
+        data = self.to_dict()
+        for key in ("output", "batch_size"):
+            data.pop(key)
+        return data
+
+
+def load_run_file(path: str | Path) -> RunSpec:
+    """Read a YAML or JSON run file into a :class:`RunSpec`."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"run file {str(path)!r} does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
+        raise SpecError(f"run file {str(path)!r} is malformed: {exc}") from None
+    return RunSpec.from_dict(data, where=f"run file {path.name}")
+
+
+def _scalar(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_intervention(text: str) -> InterventionSpec:
+    """Parse ``name``, ``name:key=value,...`` or a JSON object ``{"name":..., "args":...}``."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return InterventionSpec.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"intervention JSON is malformed: {exc}") from None
+    name, _, rest = text.partition(":")
+    args: dict[str, Any] = {}
+    if rest:
+        for part in rest.split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip():
+                raise SpecError(
+                    f"intervention {text!r}: expected key=value, got {part!r} "
+                    "(use the JSON form for lists or nested values)"
+                )
+            args[key.strip()] = _scalar(value.strip())
+    if not name:
+        raise SpecError(f"intervention {text!r} has no name")
+    return InterventionSpec(name=name.strip(), args=args)
+
+
+def parse_task(text: str) -> TaskSpec:
+    """Parse a bare task name or a JSON object for one task."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return TaskSpec.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"task JSON is malformed: {exc}") from None
+    if not text:
+        raise SpecError("empty task name")
+    return TaskSpec(name=text)

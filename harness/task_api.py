@@ -1,0 +1,184 @@
+"""The task interface every benchmark module implements.
+
+A task is a class registered with ``@task("name")``. Its constructor takes the
+task's variant arguments as keyword-only parameters (``TaskSpec.args``); unknown
+arguments are rejected by :func:`build_task` with a clear message. A task turns
+its samples into :class:`~harness.payloads.Request` objects, scores generations,
+aggregates per-sample scores into metrics, and (for grounded tasks) exposes the
+ground-truth evidence used by RAM.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.payloads import Box, Evidence, Generation, Request
+
+__all__ = [
+    "MetricDef",
+    "MetricValue",
+    "ScoringContext",
+    "Task",
+    "TaskLoadError",
+    "SampleError",
+    "build_task",
+    "mean_stderr",
+]
+
+
+class TaskLoadError(RuntimeError):
+    """The task's documents could not be loaded (names the task and the cause)."""
+
+
+class SampleError(ValueError):
+    """One malformed row or unreadable media file; the message names the row / file."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDef:
+    """A metric's definition; ``higher_is_better`` is declared here and only here.
+
+    Attributes:
+        name: Metric name as reported (e.g. "accuracy", "anls").
+        higher_is_better: Direction for leaderboards.
+        description: One line for docs and tables.
+    """
+
+    name: str
+    higher_is_better: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValue:
+    """An aggregated metric.
+
+    Attributes:
+        name: Matches a :class:`MetricDef` of the task.
+        value: The aggregate.
+        stderr: Standard error (or None when not defined).
+        n: Number of samples that entered the aggregate.
+    """
+
+    name: str
+    value: float
+    stderr: float | None
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringContext:
+    """What scoring may ask of the model adapter.
+
+    Attributes:
+        parse_box: Turns model output text into a pixel box on an image of the
+            given (width, height), following the model family's coordinate
+            convention; None when no box can be parsed.
+        seed: Seed for deterministic fallbacks (e.g. MMMU's random choice).
+    """
+
+    parse_box: Callable[[str, tuple[int, int]], Box | None]
+    seed: int = 0
+
+
+def mean_stderr(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and standard error of the mean (sample std / sqrt(n)); stderr None for n < 2."""
+    n = len(values)
+    if n == 0:
+        return float("nan"), None
+    mean = sum(values) / n
+    if n < 2:
+        return mean, None
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+class Task:
+    """Base class of all benchmark tasks.
+
+    Subclasses set ``metrics`` and ``default_split``, implement :meth:`load`,
+    :meth:`request` and :meth:`score`, and override :meth:`aggregate` when a
+    metric is not a plain mean of a per-sample score of the same name.
+    """
+
+    metrics: ClassVar[tuple[MetricDef, ...]] = ()
+    default_split: ClassVar[str] = "test"
+    grounded: ClassVar[bool] = False
+    registry_name: ClassVar[str] = ""
+
+    # -- data ---------------------------------------------------------------------
+    def load(self, split: str | None = None, limit: int | None = None) -> Sequence[Any]:
+        """Return the samples (frozen dataclasses with a ``doc_id: str`` field)."""
+        raise NotImplementedError
+
+    def request(self, sample: Any) -> Request:
+        """Build the model request (media + instruction) for one sample."""
+        raise NotImplementedError
+
+    def evidence(self, sample: Any, request: Request) -> Evidence | None:
+        """Ground-truth evidence for RAM (grounded tasks only)."""
+        return None
+
+    # -- scoring ----------------------------------------------------------------------
+    def score(self, sample: Any, generation: Generation, ctx: ScoringContext) -> dict[str, Any]:
+        """Per-sample scores (floats, or other JSON values used by :meth:`aggregate`)."""
+        raise NotImplementedError
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
+        """Aggregate per-sample score dicts into metrics (default: mean ± stderr)."""
+        out = []
+        for metric in self.metrics:
+            vals = [float(r[metric.name]) for r in rows if r.get(metric.name) is not None]
+            mean, err = mean_stderr(vals)
+            out.append(MetricValue(metric.name, mean, err, len(vals)))
+        return out
+
+    def sample_log(self, sample: Any) -> dict[str, Any]:
+        """Extra JSON-able fields for the per-sample log (targets, frame indices...)."""
+        target = getattr(sample, "answer", None)
+        return {"target": target} if target is not None else {}
+
+    # -- description ------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """Settings that change numbers (variant, frames, dpi ...), recorded in results."""
+        return dict(getattr(self, "_args", {}))
+
+    @classmethod
+    def metric(cls, name: str) -> MetricDef:
+        """Look up one of the task's metric definitions."""
+        for m in cls.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(f"task {cls.registry_name!r} has no metric {name!r}")
+
+
+def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
+    """Instantiate a registered task with validated variant arguments.
+
+    Raises:
+        harness.registry.UnknownNameError: unknown task name (with suggestions).
+        ValueError: an argument the task does not take.
+    """
+    from harness.registry import TASKS
+
+    cls = TASKS.get(name)
+    args = dict(args or {})
+    params = inspect.signature(cls.__init__).parameters
+    accepted = {p for p in params if p != "self"}
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(args) - accepted)
+        if unknown:
+            raise ValueError(
+                f"task {name!r} does not take argument(s) {unknown}; "
+                f"it takes {sorted(accepted) or 'none'}"
+            )
+    try:
+        obj = cls(**args)
+    except TypeError as exc:
+        raise ValueError(f"task {name!r}: bad arguments {args}: {exc}") from None
+    obj._args = args  # type: ignore[attr-defined]
+    return obj

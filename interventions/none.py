@@ -1,0 +1,27 @@
+"""The baseline: no intervention.
+
+It still runs through headscope's attention dispatch with an empty plan (which
+reproduces plain ``sdpa`` exactly), so the baseline and every intervention run
+under the same attention implementation and are comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from harness.intervention_api import Intervention
+from harness.registry import intervention
+
+
+@intervention("none")
+@dataclass(frozen=True)
+class NoIntervention(Intervention):
+    """Leave the model as it is (the comparable baseline)."""
+
+    @contextmanager
+    def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
+        """Yield without changing anything."""
+        yield {"name": "none"}
