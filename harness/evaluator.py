@@ -196,6 +196,10 @@ def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)
     # Validate every name before any work is done.
     tasks = [(t, build_task(t.name, t.args)) for t in spec.tasks]
     interventions = [(i, build_intervention(i)) for i in spec.interventions]
+    if adapter is None:
+        from harness.registry import MODEL_FAMILIES
+
+        MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
     if shard[0] == 0:
         _check_output_dir(out, spec)
     if adapter is None:

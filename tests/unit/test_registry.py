@@ -1,0 +1,72 @@
+import importlib
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from harness.registry import (
+    INTERVENTIONS,
+    TASKS,
+    Registry,
+    RegistryError,
+    UnknownNameError,
+    iter_package_modules,
+)
+
+
+def test_duplicate_name_is_an_error():
+    reg = Registry("thing")
+
+    @reg.register("a")
+    class A:
+        pass
+
+    with pytest.raises(RegistryError, match="duplicate thing name 'a'"):
+
+        @reg.register("a")
+        class B:
+            pass
+
+
+def test_unknown_name_suggests_close_matches():
+    reg = Registry("thing")
+    reg.register("ablate")(type("X", (), {}))
+    reg.register("hybrid")(type("Y", (), {}))
+    with pytest.raises(UnknownNameError) as err:
+        reg.get("ablte")
+    assert "did you mean 'ablate'" in str(err.value)
+    assert "hybrid" in str(err.value)  # known names listed
+
+
+def test_frozen_registry_refuses_new_entries():
+    reg = Registry("thing")
+    reg.freeze()
+    with pytest.raises(RegistryError, match="frozen"):
+        reg.register("x")(type("X", (), {}))
+
+
+@pytest.mark.parametrize("registry", [TASKS, INTERVENTIONS], ids=["tasks", "interventions"])
+def test_every_module_registers_something(registry):
+    registry.discover()
+    origins = {registry._origins[n].rsplit(".", 1)[0] for n in registry._entries}
+    for package in registry.packages:
+        for module_name in iter_package_modules(package):
+            module = importlib.import_module(module_name)
+            if inspect.getfile(module).endswith("__init__.py"):
+                continue
+            assert any(o.startswith(module_name) for o in origins), (
+                f"{module_name} registers no {registry.kind}"
+            )
+
+
+def test_import_is_light():
+    code = (
+        "import sys, harness, tasks, interventions, leaderboards\n"
+        "from harness.registry import TASKS, INTERVENTIONS\n"
+        "TASKS.names(); INTERVENTIONS.names()\n"
+        "heavy = [m for m in ('torch', 'transformers', 'datasets', 'av', 'fitz') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
