@@ -89,7 +89,7 @@ def _run_cell(
     log: SampleLog,
     spec: RunSpec,
     desc: str,
-    shard: tuple[int, int] = (0, 1),
+    shard: tuple[int, int],
 ) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
@@ -177,21 +177,27 @@ def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)) -> RunResults:
+def run_grid(
+    spec: RunSpec, adapter: Any = None, shard: tuple[int, int] | None = None
+) -> RunResults | None:
     """Run the grid described by ``spec`` and write its results.
 
     Args:
         spec: The run spec.
         adapter: A ready model adapter (tests pass a mock); None loads ``spec.model``.
-        shard: ``(rank, world_size)``; rank r evaluates docs r, r+W, ... (see
-            :mod:`harness.distributed`). Results are written by rank 0 only.
+        shard: ``(rank, world_size)``; default from the launcher's environment
+            (see :mod:`harness.distributed`). Rank r evaluates docs r, r+W, ...;
+            rank 0 gathers the rows and writes the results.
 
     Returns:
-        The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``).
+        The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
+        rank 0; None on other ranks.
     """
+    from harness import distributed as dist
     from harness.intervention_api import build_intervention
     from harness.provenance import collect_provenance
 
+    rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
     # Validate every name before any work is done.
     tasks = [(t, build_task(t.name, t.args)) for t in spec.tasks]
@@ -200,8 +206,11 @@ def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)
         from harness.registry import MODEL_FAMILIES
 
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
-    if shard[0] == 0:
+    if world > 1:
+        dist.init_process_group()
+    if rank == 0:
         _check_output_dir(out, spec)
+    dist.barrier()
     if adapter is None:
         from harness.models.base import load_adapter
 
@@ -209,6 +218,7 @@ def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)
     entries: list[ResultEntry] = []
     metric_defs: dict[str, list[MetricDefRecord]] = {}
     provenance = collect_provenance(adapter)
+    provenance["settings"]["world_size"] = world
     for tspec, task in tasks:
         docs = _load_docs(task, tspec)
         metric_defs[tspec.name] = [
@@ -216,13 +226,17 @@ def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)
         ]
         for ispec, interv in interventions:
             fname = samples_filename(tspec.name, ispec.label)
-            log = SampleLog(out / "samples" / _shard_name(fname, shard))
+            log = SampleLog(out / "samples" / _shard_name(fname, (rank, world)))
             desc = f"{tspec.name} × {ispec.label}"
             with interv.attach(adapter) as resolved:
-                _run_cell(task, docs, adapter, log, spec, desc, shard)
-            if shard[0] != 0 or shard[1] != 1:
-                continue  # merged by harness.distributed
-            summary = _summarise(task, docs, log.read())
+                _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
+            rows = log.read()
+            if world > 1:
+                rows = dist.gather_rows(rows)
+                if rows is None:
+                    continue
+                _write_merged_log(out / "samples" / fname, docs, rows)
+            summary = _summarise(task, docs, rows)
             entries.append(
                 ResultEntry(
                     task=tspec.name,
@@ -237,8 +251,25 @@ def run_grid(spec: RunSpec, adapter: Any = None, shard: tuple[int, int] = (0, 1)
                 )
             )
             _save(out, spec, provenance, metric_defs, entries, adapter, status="partial")
-    results = _save(out, spec, provenance, metric_defs, entries, adapter, status="complete")
-    return results
+    dist.barrier()
+    if rank != 0:
+        return None
+    return _save(out, spec, provenance, metric_defs, entries, adapter, status="complete")
+
+
+def _write_merged_log(path: Path, docs: Sequence[Any], rows: list[dict[str, Any]]) -> None:
+    """Rank 0's merged sample log, in document order (written atomically)."""
+    import json
+    import os
+    import tempfile
+
+    order = {d.doc_id: i for i, d in enumerate(docs)}
+    rows = sorted(rows, key=lambda r: order.get(r["doc_id"], len(order)))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
 
 
 def _shard_name(fname: str, shard: tuple[int, int]) -> str:

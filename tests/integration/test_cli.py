@@ -13,7 +13,10 @@ from tests.toy_task import correct_on_even
 def mock_model(monkeypatch):
     """Make `run` use the scripted mock instead of loading a model."""
     import harness.models.base as base
+    from harness.registry import MODEL_FAMILIES
 
+    MODEL_FAMILIES.discover()
+    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(correct_on_even))
 
 
