@@ -1,0 +1,76 @@
+"""Pure-numpy metrics: representation geometry (paper B), RAM statistics (paper A), stats.
+
+Nothing here imports torch; pass numpy arrays (``tensor.float().cpu().numpy()``).
+"""
+
+from harness.metrics.geometry import (
+    Subspaces,
+    Variant,
+    delta_d,
+    delta_s,
+    energy_rank,
+    erank,
+    erope_floor,
+    mixig,
+    module_diagnostics,
+    rid,
+    singular_values,
+    subspaces,
+    tme,
+)
+from harness.metrics.ram import (
+    RamSummary,
+    SpearmanResult,
+    aggregate_ram,
+    bottom_heads,
+    head_count,
+    key_region_degree_ratio,
+    layer_distribution,
+    ram_reference,
+    ratio_by_correctness,
+    spearman,
+    spearman_bootstrap,
+    top_heads,
+    universal_heads,
+)
+from harness.metrics.stats import (
+    bootstrap_ci,
+    bootstrap_counts,
+    bootstrap_indices,
+    bootstrap_mean_ci,
+    mean_stderr,
+)
+
+__all__ = [
+    "Subspaces",
+    "Variant",
+    "delta_d",
+    "delta_s",
+    "energy_rank",
+    "erank",
+    "erope_floor",
+    "mixig",
+    "module_diagnostics",
+    "rid",
+    "singular_values",
+    "subspaces",
+    "tme",
+    "RamSummary",
+    "SpearmanResult",
+    "aggregate_ram",
+    "bottom_heads",
+    "head_count",
+    "key_region_degree_ratio",
+    "layer_distribution",
+    "ram_reference",
+    "ratio_by_correctness",
+    "spearman",
+    "spearman_bootstrap",
+    "top_heads",
+    "universal_heads",
+    "bootstrap_ci",
+    "bootstrap_counts",
+    "bootstrap_indices",
+    "bootstrap_mean_ci",
+    "mean_stderr",
+]
