@@ -1,0 +1,168 @@
+"""Causal sliding-window attention kernels (per head group), plus shared mask helpers.
+
+Conventions: ``q`` is (B, h, S_q, D); ``k``/``v`` are (B, h, S_kv, D) with one KV row per
+query head (callers gather KV heads for GQA); ``attention_mask`` is HF's bool mask
+(B, 1, S_q, S_kv), True = attend, or None for "plain causal"; the first query row sits at
+absolute position ``S_kv − S_q``. A query at position p sees keys in (p − W, p] and, with
+``sinks`` = n, the first n *real* keys (after left padding). Rows that see no key return 0,
+as torch's SDPA does.
+
+Two implementations with one contract: :func:`window_attention_reference` (explicit masked
+softmax over the full S_q × S_kv mask) and :func:`window_attention_chunked` (SDPA per query
+block over keys [s − W + 1, e) plus gathered sink keys; O(S·W) work).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "full_bool_mask",
+    "first_real",
+    "masked_softmax",
+    "window_mask",
+    "window_attention_reference",
+    "window_attention_chunked",
+]
+
+
+def full_bool_mask(
+    attention_mask: torch.Tensor | None, batch: int, q_len: int, kv_len: int, device=None
+) -> torch.Tensor:
+    """HF's mask made explicit: (B, 1, S_q, S_kv) bool (causal with offset when None)."""
+    import torch
+
+    if attention_mask is not None:
+        return attention_mask.expand(batch, 1, q_len, kv_len)
+    q_pos = torch.arange(kv_len - q_len, kv_len, device=device)
+    causal = q_pos[:, None] >= torch.arange(kv_len, device=device)[None, :]
+    return causal.view(1, 1, q_len, kv_len).expand(batch, 1, q_len, kv_len)
+
+
+def first_real(attention_mask: torch.Tensor | None, batch: int, device=None) -> torch.Tensor:
+    """(B,) position of the first key any query row may attend (0 without padding)."""
+    import torch
+
+    if attention_mask is None:
+        return torch.zeros(batch, dtype=torch.long, device=device)
+    valid = attention_mask.any(dim=2)[:, 0]  # [batch, kv]
+    return valid.int().argmax(dim=-1).expand(batch)
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim where ``mask``; rows with no True give zeros (like SDPA)."""
+    import torch
+
+    probs = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
+    return torch.nan_to_num(probs, nan=0.0)
+
+
+def window_mask(
+    attention_mask: torch.Tensor | None,
+    batch: int,
+    q_len: int,
+    kv_len: int,
+    size: int,
+    sinks: int = 0,
+    device=None,
+) -> torch.Tensor:
+    """The full window mask (B, 1, S_q, S_kv): band ∪ sinks, ANDed with causal + padding."""
+    import torch
+
+    base = full_bool_mask(attention_mask, batch, q_len, kv_len, device)
+    q_pos = torch.arange(kv_len - q_len, kv_len, device=device)
+    k_pos = torch.arange(kv_len, device=device)
+    keep = (q_pos[:, None] - k_pos[None, :] < size).view(1, 1, q_len, kv_len)
+    if sinks:
+        start = first_real(attention_mask, batch, device).view(batch, 1, 1, 1)
+        keep = keep | (k_pos.view(1, 1, 1, kv_len) < start + sinks)
+    return base & keep
+
+
+def window_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    size: int,
+    sinks: int = 0,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Eager reference: explicit logits, full mask, masked softmax. Returns (B, h, S_q, D)."""
+    batch, _, q_len, dim = q.shape
+    kv_len = k.shape[2]
+    scale = dim**-0.5 if scale is None else scale
+    mask = window_mask(attention_mask, batch, q_len, kv_len, size, sinks, q.device)
+    logits = (q @ k.transpose(-1, -2)) * scale  # [batch, head, q_pos, k_pos]
+    return masked_softmax(logits, mask) @ v
+
+
+def window_attention_chunked(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    size: int,
+    sinks: int = 0,
+    scale: float | None = None,
+    block: int | None = None,
+) -> torch.Tensor:
+    """Fast path: SDPA per query block over keys [s − W + 1, e) plus sink keys.
+
+    Args:
+        q: (B, h, S_q, D) queries.
+        k: (B, h, S_kv, D) keys (one per query head).
+        v: (B, h, S_kv, D) values.
+        attention_mask: HF bool mask (B, 1, S_q, S_kv) or None.
+        size: Window W.
+        sinks: Number of sink tokens (first real tokens).
+        scale: Softmax scale (default D^-1/2).
+        block: Query rows per block (default min(256, max(64, W)); 256 measured best at 8K).
+
+    Returns:
+        (B, h, S_q, D) attention outputs.
+    """
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    batch, heads, q_len, dim = q.shape
+    kv_len = k.shape[2]
+    offset = kv_len - q_len
+    block = block or min(256, max(64, size))
+    out = q.new_empty(batch, heads, q_len, v.shape[-1])
+    start = first_real(attention_mask, batch, q.device) if sinks else None
+    sink_idx = None
+    if sinks:
+        sink_idx = (start[:, None] + torch.arange(sinks, device=q.device)).clamp(max=kv_len - 1)
+        gather = sink_idx.view(batch, 1, sinks, 1).expand(batch, heads, sinks, dim)
+        k_sink, v_sink = k.gather(2, gather), v.gather(2, gather.expand(-1, -1, -1, v.shape[-1]))
+    for s in range(0, q_len, block):
+        e = min(s + block, q_len)
+        q_pos = torch.arange(offset + s, offset + e, device=q.device)
+        ks = max(0, offset + s - size + 1)
+        k_pos = torch.arange(ks, offset + e, device=q.device)
+        rel = q_pos[:, None] - k_pos[None, :]
+        mask = ((rel >= 0) & (rel < size)).view(1, 1, e - s, -1)
+        if sinks:  # sinks that fall inside this key slice but outside the band
+            in_sink = k_pos.view(1, 1, 1, -1) < start.view(batch, 1, 1, 1) + sinks
+            mask = mask | ((rel >= 0).view(1, 1, e - s, -1) & in_sink)
+        if attention_mask is not None:
+            mask = mask & attention_mask[:, :, s:e, ks : offset + e]
+        kb, vb = k[:, :, ks : offset + e], v[:, :, ks : offset + e]
+        if sinks:
+            # Sinks already inside the band are masked here so they are not counted twice.
+            sm = (sink_idx[:, None, :] < ks) & (sink_idx[:, None, :] <= q_pos[None, :, None])
+            if attention_mask is not None:
+                rows = attention_mask[:, 0, s:e]
+                sm = sm & rows.gather(-1, sink_idx[:, None, :].expand(-1, e - s, -1))
+            mask = torch.cat(
+                [sm[:, None].expand(-1, 1, -1, -1), mask.expand(batch, -1, -1, -1)], -1
+            )
+            kb, vb = torch.cat([k_sink, kb], 2), torch.cat([v_sink, vb], 2)
+        out[:, :, s:e] = F.scaled_dot_product_attention(
+            q[:, :, s:e], kb, vb, attn_mask=mask, scale=scale
+        )
+    return out

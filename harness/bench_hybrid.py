@@ -1,0 +1,241 @@
+"""``headscope bench hybrid``: prefill time of CoRe-guided hybrid attention vs dense.
+
+Builds a random-weight decoder (transformers' Qwen2 / Qwen3 text model classes) with a real
+model's layer geometry and a few layers, then times dense vs hybrid prefill on identical inputs,
+interleaving repetitions, through the ``headscope`` dispatch (dense = empty plan, which is
+bit-identical to sdpa). Hybrid keeps ``ceil(keep · H)`` heads per layer full and gives every
+other head a causal sliding window of ``--window`` keys (plus ``--sinks``). Each row carries the
+FLOP-model bound of metrics.md computed with the fraction of heads actually kept.
+
+``--scope attention`` times one layer's attention function alone on random q/k/v;
+``--scope layer`` (default) times the whole decoder forward. Also reported: the empty-plan
+dispatch overhead against plain sdpa.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from typing import Any
+
+from harness.heads import Geometry
+
+__all__ = ["PRESETS", "flop_speedup_bound", "run_bench", "main"]
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {"arch": "qwen2", "geometry": Geometry(2, 16, 4, 64, 1024, 2816)},
+    "qwen3-vl-4b": {"arch": "qwen3", "geometry": Geometry(36, 32, 8, 128, 2560, 9728)},
+    "qwen2-7b": {"arch": "qwen2", "geometry": Geometry(28, 28, 4, 128, 3584, 18944)},
+    "tiny": {"arch": "qwen3", "geometry": Geometry(2, 8, 2, 16, 128, 256)},  # smoke tests
+}
+
+
+def flop_speedup_bound(
+    geometry: Geometry, n: int, window: int, full_fraction: float, *, linear: bool = True
+) -> float:
+    """Prefill speedup bound of hybrid attention (metrics.md FLOP model, per token per layer).
+
+    linear ≈ 2·P_layer (attention projections + gated MLP); full attention ≈ 2·H·d_h·n
+    (causal); window ≈ 4·H·d_h·w. speedup = (lin + full) / (lin + f·full + (1 − f)·win).
+
+    Args:
+        geometry: Decoder geometry (hidden, heads, KV heads, head_dim, FFN width).
+        n: Sequence length.
+        window: Window size w.
+        full_fraction: Fraction f of heads that keep full attention.
+        linear: Include the linear (projection + MLP) FLOPs; False gives the attention-only
+            bound (for ``--scope attention``).
+    """
+    g = geometry
+    attn_params = g.hidden_size * g.head_dim * (2 * g.num_heads + 2 * g.num_kv_heads)
+    lin = 2 * (attn_params + 3 * g.hidden_size * g.intermediate_size) if linear else 0
+    full = 2 * g.num_heads * g.head_dim * n
+    win = 4 * g.num_heads * g.head_dim * min(window, n)
+    return (lin + full) / (lin + full_fraction * full + (1 - full_fraction) * win)
+
+
+def _build(arch: str, geometry: Geometry, layers: int, dtype: Any, seed: int) -> Any:
+    import torch
+    import transformers as tf
+
+    cfg_cls, model_cls = (
+        (tf.Qwen2Config, tf.Qwen2Model) if arch == "qwen2" else (tf.Qwen3Config, tf.Qwen3Model)
+    )
+    cfg = cfg_cls(
+        vocab_size=1024,
+        hidden_size=geometry.hidden_size,
+        intermediate_size=geometry.intermediate_size,
+        num_hidden_layers=layers,
+        num_attention_heads=geometry.num_heads,
+        num_key_value_heads=geometry.num_kv_heads,
+        head_dim=geometry.head_dim,
+        max_position_embeddings=1 << 18,
+        use_sliding_window=False,
+    )
+    torch.manual_seed(seed)
+    return model_cls._from_config(cfg, attn_implementation="sdpa", dtype=dtype).eval()
+
+
+def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) -> Any:
+    from harness.dispatch_plan import LayerPlan, Plan, Window
+
+    w = Window(window, sinks)
+    # Which heads stay full does not matter for timing; the first `kept` of each layer do.
+    return Plan({la: LayerPlan(window={h: w for h in range(kept, heads)}) for la in range(layers)})
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def run_bench(
+    *,
+    preset: str = "default",
+    layers: int = 2,
+    lengths: tuple[int, ...] = (8192, 16384),
+    keep: float = 0.1,
+    window: int = 512,
+    sinks: int = 0,
+    repeats: int = 3,
+    scope: str = "layer",
+    dtype: str = "float32",
+    threads: int | None = None,
+    seed: int = 0,
+) -> list[dict]:
+    """Time dense vs hybrid prefill; return one row per length (see module docstring)."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    spec = PRESETS[preset]
+    geo: Geometry = spec["geometry"]
+    torch_dtype = getattr(torch, dtype)
+    kept = min(geo.num_heads, math.ceil(keep * geo.num_heads))
+    plan = _hybrid_plan(layers, geo.num_heads, kept, window, sinks)
+    settings = {
+        "preset": preset, "arch": spec["arch"], "layers": layers, "dtype": dtype,
+        "device": "cpu", "threads": torch.get_num_threads(), "scope": scope, "sinks": sinks,
+        "repeats": repeats, "heads_kept_per_layer": kept,
+        "geometry": {"hidden": geo.hidden_size, "heads": geo.num_heads,
+                     "kv_heads": geo.num_kv_heads, "head_dim": geo.head_dim,
+                     "ffn": geo.intermediate_size},
+    }  # fmt: skip
+    model = None
+    if scope == "layer":
+        model = _build(spec["arch"], geo, layers, torch_dtype, seed)
+    rows = []
+    for n in lengths:
+        gen = torch.Generator().manual_seed(seed + n)
+        times: dict[str, list[float]] = {"sdpa": [], "dense": [], "hybrid": []}
+        if model is not None:
+            run = _layer_runners(model, torch.randint(0, 1024, (1, n), generator=gen), plan)
+        else:
+            run = _attention_runners(geo, n, torch_dtype, gen, plan)
+        for fn in run.values():  # warm-up (allocator, thread pools) not timed
+            fn()
+        for _ in range(repeats):
+            for name, fn in run.items():
+                times[name].append(_timed(fn))
+        med = {name: statistics.median(vals) for name, vals in times.items()}
+        rows.append({
+            "length": n, "keep": keep, "window": window,
+            "dense_ms": round(med["dense"], 2), "hybrid_ms": round(med["hybrid"], 2),
+            "speedup": round(med["dense"] / med["hybrid"], 3),
+            "bound": round(flop_speedup_bound(geo, n, window, kept / geo.num_heads,
+                                              linear=scope == "layer"), 3),
+            "sdpa_ms": round(med["sdpa"], 2),
+            "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
+            **settings,
+        })  # fmt: skip
+    return rows
+
+
+def _layer_runners(model: Any, ids: Any, plan: Any) -> dict[str, Any]:
+    import torch
+
+    from harness.dispatch import ATTN_NAME, plan_scope, use_dispatch
+    from harness.dispatch_plan import Plan
+
+    use_dispatch(model)
+    config = model.config
+
+    def fwd(p: Plan | None) -> None:
+        with torch.no_grad():
+            if p is None:  # plain sdpa, switched without validation (read on every forward)
+                config._attn_implementation = "sdpa"
+                try:
+                    model(input_ids=ids, use_cache=False)
+                finally:
+                    config._attn_implementation = ATTN_NAME
+                return
+            with plan_scope(model, p):
+                model(input_ids=ids, use_cache=False)
+
+    empty = Plan()
+    return {"sdpa": lambda: fwd(None), "dense": lambda: fwd(empty), "hybrid": lambda: fwd(plan)}
+
+
+def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any) -> dict:
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from harness.dispatch import headscope_attention
+
+    q = torch.randn(1, geo.num_heads, n, geo.head_dim, generator=gen).to(dtype)
+    k = torch.randn(1, geo.num_kv_heads, n, geo.head_dim, generator=gen).to(dtype)
+    v = torch.randn(1, geo.num_kv_heads, n, geo.head_dim, generator=gen).to(dtype)
+    dense_mod = _FakeAttention(geo.group_size, None)
+    hybrid_mod = _FakeAttention(geo.group_size, plan.layers[0])
+    return {
+        "sdpa": lambda: sdpa_attention_forward(dense_mod, q, k, v, None),
+        "dense": lambda: headscope_attention(dense_mod, q, k, v, None),
+        "hybrid": lambda: headscope_attention(hybrid_mod, q, k, v, None),
+    }
+
+
+class _FakeAttention:
+    """Just enough of an HF attention module for the attention-only scope."""
+
+    def __init__(self, groups: int, layer_plan: Any) -> None:
+        self.layer_idx = 0
+        self.is_causal = True
+        self.num_key_value_groups = groups
+        self._headscope_layer_plan = layer_plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: ``headscope bench hybrid [options]``; prints a table or ``--json``."""
+    parser = argparse.ArgumentParser(prog="headscope bench hybrid", description=__doc__)
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--lengths", default="8192,16384", help="comma-separated")
+    parser.add_argument("--keep", type=float, default=0.1, help="fraction of heads kept full")
+    parser.add_argument("--window", type=int, default=512)
+    parser.add_argument("--sinks", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scope", choices=("attention", "layer"), default="layer")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
+    args = parser.parse_args(argv)
+    rows = run_bench(
+        preset=args.preset, layers=args.layers,
+        lengths=tuple(int(x) for x in args.lengths.split(",") if x),
+        keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
+        scope=args.scope, dtype=args.dtype, threads=args.threads, seed=args.seed,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps({"rows": rows}))
+        return 0
+    cols = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound",
+            "sdpa_ms", "dispatch_overhead")  # fmt: skip
+    print("  ".join(f"{c:>17}" for c in cols))
+    for row in rows:
+        print("  ".join(f"{row[c]!s:>17}" for c in cols))
+    return 0

@@ -1,0 +1,235 @@
+"""The single ``headscope`` attention function for the text decoder, and plan installation.
+
+One registered function serves every intervention and probe (attention.md): it reads the
+:class:`~harness.dispatch_plan.LayerPlan` installed on each decoder attention module by
+:func:`plan_scope`. Layers without a plan — and modules that are not causal decoder layers
+(vision towers) — go through HF's own ``sdpa_attention_forward`` unchanged, so an empty plan
+is bit-identical to ``attn_implementation="sdpa"``.
+
+Usage::
+
+    use_dispatch(model)                      # text decoder → "headscope", vision stays sdpa
+    with plan_scope(model, plan):            # plan removed (previous one restored) on exit
+        logits = model(**inputs).logits
+
+Importing this module imports no torch/transformers; :func:`ensure_registered` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from harness.dispatch_plan import (
+    Ablation,
+    HookContext,
+    LayerPlan,
+    OutputHook,
+    Plan,
+    PlanConflictError,
+    RecordSpec,
+    VisualPrior,
+    Window,
+    merge_plans,
+)
+from harness.dispatch_record import AttentionRecorder, StateCapture, capture_states
+from harness.heads import Geometry
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "ATTN_NAME",
+    "Ablation",
+    "AttentionRecorder",
+    "HookContext",
+    "LayerPlan",
+    "OutputHook",
+    "Plan",
+    "PlanConflictError",
+    "RecordSpec",
+    "StateCapture",
+    "VisualPrior",
+    "Window",
+    "capture_states",
+    "current_plan",
+    "decoder_layers",
+    "ensure_registered",
+    "geometry_of",
+    "headscope_attention",
+    "merge_plans",
+    "plan_scope",
+    "set_window_kernel",
+    "use_dispatch",
+]
+
+ATTN_NAME = "headscope"
+_PLAN_ATTR = "_headscope_layer_plan"
+_MODEL_PLAN_ATTR = "_headscope_plan"
+_state = {"registered": False, "window_kernel": "chunked"}
+
+
+def headscope_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
+    """HF attention-interface function: sdpa unless the module carries a layer plan.
+
+    Args:
+        module: The attention module (decoder layers have ``layer_idx`` and ``is_causal``).
+        query: (B, H, S_q, D), RoPE applied.
+        key: (B, H_kv, S_kv, D), cache included, not repeated for GQA.
+        value: (B, H_kv, S_kv, D).
+        attention_mask: HF bool mask (B, 1, S_q, S_kv), True = attend; None = plain causal.
+        dropout: Attention dropout (only the plain sdpa path honours it; models run in eval).
+        scaling: Softmax scale.
+        **kwargs: Passed through to HF's sdpa function.
+
+    Returns:
+        ``(attn_output (B, S_q, H, D), None)``.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    lp = getattr(module, _PLAN_ATTR, None)
+    if lp is None or getattr(module, "layer_idx", None) is None or not module.is_causal:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    from harness.dispatch_exec import run_layer_plan
+
+    return run_layer_plan(
+        module,
+        lp,
+        query,
+        key,
+        value,
+        attention_mask,
+        dropout,
+        scaling,
+        kwargs,
+        window_kernel=_state["window_kernel"],
+    )
+
+
+def ensure_registered() -> None:
+    """Register ``headscope`` in AttentionInterface and AttentionMaskInterface (idempotent).
+
+    The mask registration (with ``sdpa_mask``) matters: without it HF passes no padding
+    mask at all (attention.md pitfall 1).
+    """
+    if _state["registered"]:
+        return
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import sdpa_mask
+
+    AttentionInterface.register(ATTN_NAME, headscope_attention)
+    AttentionMaskInterface.register(ATTN_NAME, sdpa_mask)
+    _state["registered"] = True
+
+
+def set_window_kernel(name: str) -> None:
+    """Select the window implementation: ``chunked`` (fast, default) or ``reference``."""
+    from harness.dispatch_exec import WINDOW_KERNELS
+
+    if name not in WINDOW_KERNELS:
+        raise ValueError(f"unknown window kernel {name!r} (known: {sorted(WINDOW_KERNELS)})")
+    _state["window_kernel"] = name
+
+
+def _text_config(model: Any) -> Any:
+    config = model.config
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def use_dispatch(model: Any) -> Any:
+    """Route the text decoder's attention through ``headscope``; other towers keep theirs.
+
+    Works for composite VLM configs (``{"text_config": "headscope", "vision_config": ...}``)
+    and for plain text models. Returns ``model``.
+    """
+    ensure_registered()
+    subs = getattr(model.config, "sub_configs", {}) or {}
+    if "text_config" in subs:
+        impl = {"text_config": ATTN_NAME}
+        for name in subs:
+            if name != "text_config":
+                sub = getattr(model.config, name, None)
+                impl[name] = getattr(sub, "_attn_implementation", None) or "sdpa"
+        model.set_attn_implementation(impl)
+    else:
+        model.set_attn_implementation(ATTN_NAME)
+    if _text_config(model)._attn_implementation != ATTN_NAME:
+        raise RuntimeError(f"could not switch {type(model).__name__}'s text decoder to headscope")
+    return model
+
+
+def decoder_layers(model: Any) -> Any:
+    """The text decoder's layer list (``model.model.language_model.layers`` for the VLMs)."""
+    for path in ("model.language_model.layers", "language_model.layers", "model.layers", "layers"):
+        obj = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    raise ValueError(f"cannot find decoder layers in {type(model).__name__}")
+
+
+def geometry_of(model: Any) -> Geometry:
+    """Text-decoder geometry from the model's (text) config."""
+    cfg = _text_config(model)
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return Geometry(
+        num_layers=cfg.num_hidden_layers,
+        num_heads=heads,
+        num_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
+        head_dim=head_dim,
+        hidden_size=cfg.hidden_size,
+        intermediate_size=getattr(cfg, "intermediate_size", 0) or 0,
+    )
+
+
+def current_plan(model: Any) -> Plan | None:
+    """The plan installed by the innermost active :func:`plan_scope`, or None."""
+    return getattr(model, _MODEL_PLAN_ATTR, None)
+
+
+@contextmanager
+def plan_scope(model: Any, plan: Plan) -> Iterator[Plan]:
+    """Install ``plan`` on the decoder's attention modules; restore the previous one on exit.
+
+    Nested scopes replace (not merge) the outer plan; use :func:`merge_plans` to combine.
+
+    Raises:
+        RuntimeError: if the text decoder does not use the ``headscope`` function (the plan
+            would be silently ignored); call :func:`use_dispatch` first.
+    """
+    if _text_config(model)._attn_implementation != ATTN_NAME:
+        raise RuntimeError("the text decoder is not on 'headscope'; call use_dispatch(model)")
+    plan.validate(geometry_of(model))
+    attns = [layer.self_attn for layer in decoder_layers(model)]
+    previous = [getattr(a, _PLAN_ATTR, None) for a in attns]
+    previous_plan = current_plan(model)
+    try:
+        for idx, attn in enumerate(attns):
+            lp = plan.layers.get(idx)
+            setattr(
+                attn,
+                _PLAN_ATTR,
+                lp if lp is not None and (lp.changes_output or lp.record) else None,
+            )
+        setattr(model, _MODEL_PLAN_ATTR, plan)
+        yield plan
+    finally:
+        for attn, old in zip(attns, previous):
+            setattr(attn, _PLAN_ATTR, old)
+        setattr(model, _MODEL_PLAN_ATTR, previous_plan)

@@ -1,0 +1,390 @@
+"""Shared machinery of the Hugging Face model adapters (every VLM family uses it).
+
+:class:`HFAdapter` is a :class:`~harness.models.base.ModelAdapter` that wraps a HF model and
+processor: it loads both with ``from_pretrained`` (or wraps an already-built pair, for tests),
+switches the text decoder to headscope's attention dispatch, renders a
+:class:`~harness.payloads.Request` with the family's chat template, batches with left padding and
+generates greedily, decoding only the new tokens. A family subclass sets ``model_class`` and
+``default_pretrained`` and implements :meth:`~harness.models.base.ModelAdapter.token_spans`;
+it may override :meth:`HFAdapter.build_messages` and :meth:`HFAdapter.processor_kwargs`.
+
+Token positions everywhere are indices into the *unpadded* ``input_ids`` of one request; in a
+left-padded batch, row ``b``'s position ``p`` sits at column ``p + pad_b``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from harness.models.base import ModelAdapter
+from harness.payloads import Generation, Request
+
+if TYPE_CHECKING:
+    from harness.specs import ModelSpec
+
+__all__ = [
+    "HFAdapter",
+    "chat_messages",
+    "media_of",
+    "load_pretrained",
+    "torch_dtype",
+    "positions_of",
+    "instruction_positions",
+    "generate_greedy",
+]
+
+
+def torch_dtype(name: str) -> Any:
+    """``"float32"``/``"bfloat16"``/``"float16"`` → ``torch.dtype``; ``"auto"`` stays ``"auto"``."""
+    import torch
+
+    if name == "auto":
+        return "auto"
+    if name not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"unknown dtype {name!r} (float32, bfloat16, float16, auto)")
+    return getattr(torch, name)
+
+
+def media_of(request: Request) -> tuple[list[Any], list[Any]]:
+    """(still images in display order — images then pages —, video clips as frame lists)."""
+    images = list(request.visual_inputs())
+    videos = [list(request.video.frames)] if request.video is not None else []
+    return images, videos
+
+
+def chat_messages(
+    request: Request,
+    *,
+    video_as: Literal["video", "images"] = "video",
+    system: str | None = None,
+) -> list[dict[str, Any]]:
+    """One user turn in HF's multimodal chat format: media first, then the instruction.
+
+    Args:
+        request: The request.
+        video_as: ``"video"`` gives one ``{"type": "video"}`` item; ``"images"`` one
+            ``{"type": "image"}`` item per frame (families without a video path).
+        system: Optional system message text (None: the template's default, if any).
+
+    Returns:
+        ``[{"role": "user", "content": [...]}]`` (plus a leading system message if given).
+        Media come before the text on purpose: placeholder expansion then never shifts the
+        tokens that follow the instruction (see :func:`instruction_positions`).
+    """
+    content: list[dict[str, Any]] = [{"type": "image"} for _ in request.visual_inputs()]
+    if request.video is not None:
+        if video_as == "video":
+            content.append({"type": "video"})
+        else:
+            content.extend({"type": "image"} for _ in request.video.frames)
+    content.append({"type": "text", "text": request.text})
+    messages: list[dict[str, Any]] = []
+    if system is not None:
+        messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def load_pretrained(
+    spec: ModelSpec,
+    model_class: str,
+    default_pretrained: str | None,
+    *,
+    processor_kwargs: dict[str, Any] | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+) -> tuple[Any, Any]:
+    """Load ``(model, processor)`` with ``from_pretrained`` and put the decoder on the dispatch.
+
+    Args:
+        spec: Model spec (pretrained, revision, dtype, device, device_map, attn_implementation).
+        model_class: ``transformers`` class name, e.g. ``"Qwen2_5_VLForConditionalGeneration"``.
+        default_pretrained: Hub id used when ``spec.pretrained`` is None.
+        processor_kwargs: Extra ``AutoProcessor.from_pretrained`` kwargs (e.g. ``max_pixels``).
+        model_kwargs: Extra model ``from_pretrained`` kwargs.
+
+    Returns:
+        The model (eval mode, on ``spec.device`` unless ``device_map`` is set, text decoder on
+        ``headscope``) and the processor (left padding). A local directory loads offline.
+    """
+    import transformers
+
+    path = spec.pretrained or default_pretrained
+    if not path:
+        raise ValueError(f"model {spec.name!r}: no pretrained path or hub id given")
+    common: dict[str, Any] = {}
+    if spec.revision:
+        common["revision"] = spec.revision
+    if Path(path).is_dir():
+        common["local_files_only"] = True
+    try:
+        processor = transformers.AutoProcessor.from_pretrained(
+            path, **common, **(processor_kwargs or {})
+        )
+    except (ImportError, ValueError) as exc:
+        if "torchvision" not in str(exc):
+            raise
+        # HF's video processors (Qwen, LLaVA-OneVision, InternVL) are torchvision-only
+        raise ImportError(
+            f"the processor of {path!r} needs torchvision: install the torchvision build "
+            f"that matches your torch ({exc})"
+        ) from exc
+    kwargs: dict[str, Any] = {
+        "dtype": torch_dtype(spec.dtype),
+        "attn_implementation": spec.attn_implementation,
+    }
+    if spec.device_map:
+        kwargs["device_map"] = spec.device_map
+    kwargs.update(model_kwargs or {})
+    model = getattr(transformers, model_class).from_pretrained(path, **common, **kwargs)
+    if not spec.device_map:
+        model = model.to(spec.device)
+    return _ready(model), processor
+
+
+def _ready(model: Any) -> Any:
+    from harness.dispatch import use_dispatch
+
+    return use_dispatch(model.eval())
+
+
+def positions_of(input_ids: Sequence[int], token_id: int) -> list[int]:
+    """Positions of ``token_id`` in ``input_ids``, in order."""
+    return [i for i, t in enumerate(input_ids) if t == token_id]
+
+
+def instruction_positions(
+    tokenizer: Any, prompt: str, instruction: str, input_ids: Sequence[int]
+) -> tuple[int, ...]:
+    """Positions of the instruction's tokens in a request's (expanded, unpadded) ``input_ids``.
+
+    ``prompt`` is the rendered chat template *before* placeholder expansion. The instruction is
+    found in it by character offsets (its last occurrence), and since every media placeholder
+    precedes the instruction (:func:`chat_messages`), the tokens from the instruction to the end
+    are the same before and after expansion: positions are counted from the end, and that
+    identity is checked.
+
+    Raises:
+        ValueError: the instruction is empty or not found, or the tail does not match.
+    """
+    if not instruction.strip():
+        raise ValueError("empty instruction text")
+    start = prompt.rfind(instruction)
+    if start < 0:
+        raise ValueError("instruction text not found in the rendered prompt")
+    end = start + len(instruction)
+    enc = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
+    hits = [i for i, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+    if not hits:
+        raise ValueError("instruction has no tokens")
+    tail = ids[hits[0] :]
+    shift = len(input_ids) - len(ids)
+    if shift < 0 or list(input_ids[len(input_ids) - len(tail) :]) != tail:
+        raise ValueError("prompt tail differs after placeholder expansion (media after the text?)")
+    return tuple(range(hits[0] + shift, hits[-1] + 1 + shift))
+
+
+def generate_greedy(
+    model: Any,
+    tokenizer: Any,
+    inputs: Any,
+    max_new_tokens: Sequence[int],
+    *,
+    time_prefill: bool = True,
+    ids_out: list[list[int]] | None = None,
+) -> list[Generation]:
+    """Greedy, batched generation; decodes only the new tokens of each row.
+
+    Args:
+        model: A HF generative model.
+        tokenizer: Its tokenizer (for EOS/pad ids and decoding).
+        inputs: Left-padded model inputs (``input_ids``, ``attention_mask``, ...).
+        max_new_tokens: Per-row budgets; the batch runs to the largest and each row is cut
+            to its own budget (greedy decoding makes that the same as running it alone).
+        time_prefill: Measure the first forward (the prefill) with forward hooks.
+        ids_out: If given, receives each row's new token ids (cut at EOS, EOS included).
+
+    Returns:
+        One :class:`Generation` per row; ``total_ms`` is the batch wall time divided by rows.
+    """
+    import torch
+
+    cfg = model.generation_config
+    eos = cfg.eos_token_id if cfg.eos_token_id is not None else tokenizer.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list | tuple) else [eos])
+    pad = cfg.pad_token_id if cfg.pad_token_id is not None else tokenizer.pad_token_id
+    stamps: list[float] = []
+    hooks = []
+    if time_prefill:  # stamps only around the first forward, so decode steps never sync
+
+        def stamp(want: int) -> Any:
+            return lambda *_: stamps.append(_now(model)) if len(stamps) == want else None
+
+        hooks = [model.register_forward_pre_hook(stamp(0)), model.register_forward_hook(stamp(1))]
+    start = time.perf_counter()
+    try:
+        with torch.inference_mode():
+            out = model.generate(
+                **inputs,
+                do_sample=False,
+                num_beams=1,
+                max_new_tokens=max(max_new_tokens),
+                pad_token_id=pad,
+                eos_token_id=sorted(eos_ids),
+                temperature=None,
+                top_p=None,
+                top_k=None,
+            )
+    finally:
+        for hook in hooks:
+            hook.remove()
+    total_ms = (time.perf_counter() - start) * 1000.0
+    prefill_ms = (stamps[1] - stamps[0]) * 1000.0 if len(stamps) >= 2 else None
+    seqs = out.sequences if hasattr(out, "sequences") else out
+    new = seqs[:, inputs["input_ids"].shape[1] :].tolist()
+    prompt_lens = inputs["attention_mask"].sum(dim=1).tolist()
+    results = []
+    for row, budget, n_prompt in zip(new, max_new_tokens, prompt_lens):
+        row = row[:budget]
+        stop = next((i + 1 for i, t in enumerate(row) if t in eos_ids), len(row))
+        text = tokenizer.decode(row[:stop], skip_special_tokens=True)
+        if ids_out is not None:
+            ids_out.append(row[:stop])
+        results.append(
+            Generation(
+                text=text,
+                prompt_tokens=int(n_prompt),
+                output_tokens=stop,
+                prefill_ms=prefill_ms,
+                total_ms=total_ms / len(new),
+            )
+        )
+    return results
+
+
+def _now(model: Any) -> float:
+    import torch
+
+    if torch.cuda.is_available() and getattr(model.device, "type", "cpu") == "cuda":
+        torch.cuda.synchronize(model.device)
+    return time.perf_counter()
+
+
+class HFAdapter(ModelAdapter):
+    """A model adapter over a HF ``*ForConditionalGeneration`` and its processor.
+
+    Subclasses set ``model_class`` (``transformers`` class name) and ``default_pretrained``,
+    register with ``@model_family``, and implement ``token_spans``.
+
+    Args:
+        spec: Model spec; ``spec.args`` go to ``AutoProcessor.from_pretrained`` as keyword
+            arguments unless a subclass consumes them in :meth:`processor_load_kwargs`.
+    """
+
+    model_class: ClassVar[str] = ""
+    video_as: ClassVar[Literal["video", "images"]] = "video"
+    last_output_ids: list[list[int]] = []
+    """New token ids of each row of the last :meth:`generate` call (for tests and logs)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.model, self.processor = load_pretrained(
+            spec,
+            self.model_class,
+            self.default_pretrained,
+            processor_kwargs=self.processor_load_kwargs(),
+        )
+        self._set_left_padding()
+
+    @classmethod
+    def from_parts(cls, model: Any, processor: Any, spec: ModelSpec | None = None) -> HFAdapter:
+        """Wrap an already-built ``(model, processor)`` pair (tests, custom loading).
+
+        The model is put in eval mode and its text decoder switched to the dispatch.
+        """
+        from harness.specs import ModelSpec
+
+        self = cls.__new__(cls)
+        ModelAdapter.__init__(self, spec or ModelSpec(name=cls.registry_name or "hf"))
+        self.model = _ready(model)
+        self.processor = processor
+        self._set_left_padding()
+        return self
+
+    def _set_left_padding(self) -> None:
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        tokenizer.padding_side = "left"
+
+    @property
+    def tokenizer(self) -> Any:
+        """The processor's tokenizer."""
+        return getattr(self.processor, "tokenizer", self.processor)
+
+    # -- hooks for families ----------------------------------------------------------
+    def processor_load_kwargs(self) -> dict[str, Any]:
+        """Kwargs for ``AutoProcessor.from_pretrained`` (default: ``spec.args``)."""
+        return dict(self.spec.args)
+
+    def build_messages(self, request: Request) -> list[dict[str, Any]]:
+        """The chat messages of ``request`` (default: :func:`chat_messages`)."""
+        return chat_messages(request, video_as=self.video_as)
+
+    def processor_kwargs(self, requests: list[Request]) -> dict[str, Any]:
+        """Extra keyword arguments for the processor call (e.g. video metadata)."""
+        return {}
+
+    # -- inputs ------------------------------------------------------------------------
+    def render(self, request: Request) -> str:
+        """The chat-template prompt of ``request`` (before placeholder expansion)."""
+        return self.processor.apply_chat_template(
+            self.build_messages(request), tokenize=False, add_generation_prompt=True
+        )
+
+    def encode(self, requests: list[Request]) -> Any:
+        """Processor output for a batch (left padded, CPU tensors)."""
+        texts = [self.render(r) for r in requests]
+        images, videos = [], []
+        for request in requests:
+            still, clips = media_of(request)
+            images.extend(still)
+            if self.video_as == "images":
+                images.extend(frame for clip in clips for frame in clip)
+            else:
+                videos.extend(clips)
+        kwargs = dict(self.processor_kwargs(requests))
+        if images:
+            kwargs["images"] = images
+        if videos:
+            kwargs["videos"] = videos
+        return self.processor(text=texts, padding=True, return_tensors="pt", **kwargs)
+
+    def prepare(self, requests: list[Request]) -> dict[str, Any]:
+        """Model inputs for a batch (left padded) on the model's device; pixels in its dtype."""
+        inputs = self.encode(requests).to(self.model.device)
+        for key, value in inputs.items():
+            # only pixels follow the model dtype: e.g. Qwen2.5's second_per_grid_ts stays fp32
+            if key.startswith("pixel_values") and hasattr(value, "to"):
+                inputs[key] = value.to(self.model.dtype)
+        return inputs
+
+    # -- outputs -------------------------------------------------------------------------
+    def generate(self, requests: list[Request]) -> list[Generation]:
+        """Greedy generation for a batch (left padded; each row cut to its budget)."""
+        if not requests:
+            return []
+        inputs = self.prepare(requests)
+        budgets = [r.max_new_tokens for r in requests]
+        ids: list[list[int]] = []
+        out = generate_greedy(self.model, self.tokenizer, inputs, budgets, ids_out=ids)
+        self.last_output_ids = ids
+        return out
+
+    def settings(self) -> dict[str, Any]:
+        """Base settings plus processor resolution options (``spec.args``)."""
+        out = super().settings()
+        out["model_class"] = self.model_class
+        out["args"] = dict(self.spec.args)
+        return out

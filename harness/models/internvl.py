@@ -1,0 +1,126 @@
+"""InternVL adapter (``InternVLForConditionalGeneration``, InternVL2.5/3 ``-hf`` checkpoints).
+
+Visual tokens: each ``<IMG_CONTEXT>`` placeholder expands to ``<img>`` + 256 context tokens per
+tile + ``</img>``. The image is squashed onto the ``cols``×``rows`` grid of 448² tiles (at most
+``max_patches`` = 12) whose aspect ratio is closest to the image's (transformers'
+``get_optimal_tiled_canvas``); tiles are row-major, each a 16×16 grid of tokens (pixel shuffle
+merges 2×2 patches of 14 px: 28-px cells), and when there is more than one tile a thumbnail
+(the whole image squashed to one tile) comes last. A box therefore maps to tokens in every
+tile that covers it *and* in the thumbnail. Only the context tokens count as visual tokens.
+
+Video: every frame is one squashed tile, written ``Frame1: <img>…</img>`` lines by the
+processor's video path, which needs torchvision (``InternVLVideoProcessor``; the CPU tests use
+a PIL stand-in). Boxes are written normalised to [0, 1] (``normalized``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from harness.models._layout import FRAME, Layout, View
+from harness.models.llava import LlavaAdapter
+from harness.payloads import Request
+from harness.registry import model_family
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["InternVLAdapter", "tile_rects"]
+
+
+def tile_rects(
+    width: int,
+    height: int,
+    *,
+    tile: int,
+    grid: int,
+    min_tiles: int = 1,
+    max_tiles: int = 12,
+    crop_to_patches: bool = True,
+) -> np.ndarray:
+    """Footprints of one InternVL image: tiles row-major, then the thumbnail (> 1 tile).
+
+    Args:
+        width: Original width.
+        height: Original height.
+        tile: Tile size in pixels.
+        grid: Tokens per tile side (``sqrt(image_seq_length)``).
+        min_tiles: The image processor's ``min_patches``.
+        max_tiles: The image processor's ``max_patches``.
+        crop_to_patches: False shows the image as a single squashed tile.
+
+    Returns:
+        (N, 4) rects.
+    """
+    import numpy as np
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        get_optimal_tiled_canvas,
+    )
+
+    cell = tile / grid
+    thumb = View(tile / width, tile / height).grid(grid, grid, cell, cell)
+    if not crop_to_patches or max_tiles <= 1:
+        return thumb
+    cols, rows = get_optimal_tiled_canvas((height, width), (tile, tile), min_tiles, max_tiles)
+    view = View(cols * tile / width, rows * tile / height)
+    r, c = np.divmod(np.arange(grid * grid), grid)
+    parts = []
+    for t in range(rows * cols):
+        tr, tc = divmod(t, cols)
+        rr, cc = r + tr * grid, c + tc * grid
+        parts.append(view.cells(np.stack([rr, rr], 1), np.stack([cc, cc], 1), cell, cell))
+    if rows * cols > 1:
+        parts.append(thumb)
+    return np.concatenate(parts)
+
+
+@model_family("internvl")
+class InternVLAdapter(LlavaAdapter):
+    """InternVL (``OpenGVLab/InternVL3-*-hf``); boxes normalised to [0, 1]."""
+
+    default_pretrained = "OpenGVLab/InternVL3-8B-hf"
+    model_class: ClassVar[str] = "InternVLForConditionalGeneration"
+    video_as = "video"
+    crop_to_patches: ClassVar[bool] = True
+
+    def settings(self) -> dict[str, Any]:
+        """Base settings plus tiling and the video preprocessing path."""
+        out = super().settings()
+        proc = self.processor.image_processor
+        out.update(
+            crop_to_patches=self.crop_to_patches,
+            max_tiles=int(proc.max_patches),
+        )
+        return out
+
+    def processor_kwargs(self, requests: list[Request]) -> dict[str, Any]:
+        """Tile still images (InternVL's default), explicitly so the layout agrees."""
+        return {"crop_to_patches": self.crop_to_patches}
+
+    # -- geometry --------------------------------------------------------------------------
+    def _tile_grid(self) -> tuple[int, int]:
+        tile = int(self.processor.image_processor.size["height"])
+        grid = round(int(self.processor.image_seq_length) ** 0.5)
+        return tile, grid
+
+    def add_image(self, layout: Layout, source: int, size: tuple[int, int], shown: int) -> None:
+        """Tiles row-major, thumbnail last (more than one tile)."""
+        proc = self.processor.image_processor
+        tile, grid = self._tile_grid()
+        rects = tile_rects(
+            size[0],
+            size[1],
+            tile=tile,
+            grid=grid,
+            min_tiles=int(proc.min_patches),
+            max_tiles=int(proc.max_patches),
+            crop_to_patches=self.crop_to_patches,
+        )
+        layout.add(source, rects, size)
+
+    def add_video(self, layout: Layout, frames: tuple[Any, ...], shown: int) -> None:
+        """One squashed tile per frame."""
+        tile, grid = self._tile_grid()
+        for position, frame in enumerate(frames):
+            rects = tile_rects(*frame.size, tile=tile, grid=grid, crop_to_patches=False)
+            layout.add(FRAME + position, rects, frame.size)

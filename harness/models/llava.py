@@ -1,0 +1,146 @@
+"""LLaVA-1.5 adapter (``LlavaForConditionalGeneration``), base of the LLaVA-family adapters.
+
+Visual tokens: each ``<image>`` expands to one token per vision-tower patch, row-major, in
+feature order. The image processor resizes the short side to ``size["shortest_edge"]`` (336)
+and center-crops ``crop_size`` (336²), so parts of a non-square image are cut off and have no
+token: a box partly outside the crop maps only to the tokens that exist, a box entirely
+outside raises :class:`~harness.payloads.EvidenceError`. With ``do_pad`` the image is first
+padded to a square (nothing is cut). CLIP's CLS token is dropped (``default`` strategy):
+24×24 = 576 tokens (8×8 in the tiny test model). LLaVA-1.5 has no video input: video frames
+are shown as consecutive images.
+
+Answer coordinates: LLaVA models write boxes as ``[x1, y1, x2, y2]`` in [0, 1] relative to
+the image (``normalized``); that is how LLaVA-1.5 was trained on RefCOCO-style data.
+
+Evidence → tokens: :meth:`LlavaAdapter.layout` gives every visual token's footprint in
+original pixels (:mod:`harness.models._layout`); Ω(V*) is the set of tokens whose footprint
+overlaps the evidence box. Subclasses only describe their geometry (:meth:`add_image`,
+:meth:`add_video`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from harness.models._common import HFAdapter, instruction_positions
+from harness.models._layout import FRAME, Layout, View, select_tokens
+from harness.models.base import TokenSpans
+from harness.registry import model_family
+
+if TYPE_CHECKING:
+    from harness.payloads import Evidence, Request
+
+__all__ = ["LlavaAdapter", "crop_view"]
+
+
+def crop_view(
+    width: int,
+    height: int,
+    *,
+    size: dict[str, int],
+    crop: dict[str, int] | None,
+    pad_to_square: bool = False,
+) -> tuple[View, int, int]:
+    """LLaVA-1.5 preprocessing as a view: [pad to square], resize, [center crop].
+
+    Args:
+        width: Original width.
+        height: Original height.
+        size: The image processor's ``size`` (``shortest_edge`` or ``height``/``width``).
+        crop: The center-crop size (``height``/``width``), None when not cropping.
+        pad_to_square: Whether the processor pads to a centred square first (``do_pad``).
+
+    Returns:
+        The view and the canvas (width, height) the vision tower sees.
+    """
+    view, cw, ch = View(1.0, 1.0), width, height
+    if pad_to_square and width != height:
+        side = max(width, height)
+        view = view.then(ox=(side - width) // 2, oy=(side - height) // 2)
+        cw = ch = side
+    if size.get("shortest_edge"):
+        short, long = sorted((cw, ch))
+        new_short, new_long = size["shortest_edge"], int(size["shortest_edge"] * long / short)
+        nw, nh = (new_short, new_long) if cw <= ch else (new_long, new_short)
+    else:
+        nw, nh = size["width"], size["height"]
+    view, cw, ch = view.then(nw / cw, nh / ch), nw, nh
+    if crop:
+        # transformers' center_crop starts at (H − h) // 2, also when it has to pad first.
+        view = view.then(ox=-((cw - crop["width"]) // 2), oy=-((ch - crop["height"]) // 2))
+        cw, ch = crop["width"], crop["height"]
+    return view, cw, ch
+
+
+@model_family("llava")
+class LlavaAdapter(HFAdapter):
+    """LLaVA-1.5 (``llava-hf/llava-1.5-*-hf``); boxes normalised to [0, 1]."""
+
+    box_convention = "normalized"
+    default_pretrained = "llava-hf/llava-1.5-7b-hf"
+    model_class: ClassVar[str] = "LlavaForConditionalGeneration"
+    video_as = "images"
+
+    # -- token spans ---------------------------------------------------------------------
+    def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
+        """Ω(V*) (tokens whose footprint overlaps the evidence), instruction, visual tokens.
+
+        Raises:
+            EvidenceError: evidence empty, degenerate, outside the media the model sees.
+        """
+        inputs = self.encode([request])
+        ids = inputs["input_ids"][0].tolist()
+        visual = self.visual_positions(ids)
+        layout = self.layout(request)
+        if len(layout) != len(visual):
+            raise RuntimeError(
+                f"{type(self).__name__}: {len(visual)} visual tokens in the input but the "
+                f"layout predicts {len(layout)} (processor settings not supported?)"
+            )
+        instruction = instruction_positions(self.tokenizer, self.render(request), request.text, ids)
+        covered: tuple[int, ...] = ()
+        if evidence is not None:
+            covered = tuple(visual[i] for i in select_tokens(layout, request, evidence))
+        return TokenSpans(
+            evidence=covered, instruction=instruction, visual=tuple(visual), seq_len=len(ids)
+        )
+
+    def visual_token_ids(self) -> tuple[int, ...]:
+        """Ids of the tokens that carry visual features."""
+        return (int(self.processor.image_token_id),)
+
+    def visual_positions(self, ids: list[int]) -> list[int]:
+        """Positions of the visual tokens (feature order = position order)."""
+        wanted = set(self.visual_token_ids())
+        return [i for i, t in enumerate(ids) if t in wanted]
+
+    # -- geometry --------------------------------------------------------------------------
+    def layout(self, request: Request) -> Layout:
+        """Footprints of all visual tokens of ``request``, in feature order."""
+        layout = Layout.empty()
+        stills = request.visual_inputs()
+        frames = tuple(request.video.frames) if request.video is not None else ()
+        shown = len(stills) + (len(frames) if self.video_as == "images" else 0)
+        for index, image in enumerate(stills):
+            self.add_image(layout, index, image.size, shown)
+        if frames:
+            self.add_video(layout, frames, shown)
+        return layout
+
+    def add_video(self, layout: Layout, frames: tuple[Any, ...], shown: int) -> None:
+        """Append a video's tokens (default: each frame as an image, source ``FRAME + f``)."""
+        for position, frame in enumerate(frames):
+            self.add_image(layout, FRAME + position, frame.size, shown)
+
+    def add_image(self, layout: Layout, source: int, size: tuple[int, int], shown: int) -> None:
+        """Append one image's tokens: a patch grid over the resized, center-cropped image."""
+        proc = self.processor.image_processor
+        crop = dict(proc.crop_size) if proc.do_center_crop and proc.crop_size else None
+        view, cw, ch = crop_view(
+            size[0], size[1], size=dict(proc.size), crop=crop, pad_to_square=bool(proc.do_pad)
+        )
+        patch = int(self.model.config.vision_config.patch_size)
+        extra = int(getattr(self.processor, "num_additional_image_tokens", 0) or 0)
+        if self.model.config.vision_feature_select_strategy == "full" and extra:
+            layout.add_blank(source, extra)  # CLS kept: it is not a spatial patch
+        layout.add(source, view.grid(ch // patch, cw // patch, patch, patch), size)

@@ -1,0 +1,58 @@
+"""Qwen2.5-VL adapter (``Qwen2_5_VLForConditionalGeneration``).
+
+Visual tokens as Qwen2-VL (28-px merged cells, frame pairs; see :mod:`harness.models.qwen2_vl`).
+The vision tower's window attention reorders patches internally but restores the order
+before the merger, so tokens stay row-major over cells.
+
+Answer coordinates: Qwen2.5-VL grounds in absolute pixels of the *resized* image it saw
+(``pixels_resized``), so :meth:`Qwen2_5_VLAdapter.parse_box` recomputes that size from the
+image processor's own ``smart_resize`` and its configured min/max pixels.
+
+Video time: M-RoPE's temporal positions use ``second_per_grid_ts``; HF derives it from the
+video metadata's ``sampled_fps``, which only approximates the rate of frames sampled from a
+span, so it is set exactly to ``temporal_patch_size · frame gap / fps`` when fps is known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.models.base import parse_box_text
+from harness.models.qwen2_vl import QwenVLAdapter
+from harness.payloads import Box, Request
+from harness.registry import model_family
+
+__all__ = ["Qwen2_5_VLAdapter"]
+
+
+@model_family("qwen2_5_vl")
+class Qwen2_5_VLAdapter(QwenVLAdapter):
+    """Qwen2.5-VL; boxes in absolute pixels of the resized image."""
+
+    box_convention = "pixels_resized"
+    default_pretrained = "Qwen/Qwen2.5-VL-7B-Instruct"
+    model_class = "Qwen2_5_VLForConditionalGeneration"
+
+    def encode(self, requests: list[Request]) -> Any:
+        """Processor output with the exact seconds per temporal grid step of each video."""
+        import torch
+
+        inputs = super().encode(requests)
+        if "second_per_grid_ts" not in inputs:
+            return inputs
+        tps = int(self.processor.video_processor.temporal_patch_size)
+        seconds = inputs["second_per_grid_ts"].tolist()
+        videos = [r.video for r in requests if r.video is not None]
+        for i, video in enumerate(videos):
+            idx = video.frame_indices
+            if video.fps and len(idx) > 1:
+                gap = (idx[-1] - idx[0]) / (len(idx) - 1)
+                seconds[i] = tps * gap / video.fps
+        inputs["second_per_grid_ts"] = torch.tensor(seconds, dtype=torch.float32)
+        return inputs
+
+    def parse_box(self, text: str, image_size: tuple[int, int]) -> Box | None:
+        """Parse ``[x1, y1, x2, y2]`` in resized-image pixels into an original-image box."""
+        return parse_box_text(
+            text, image_size, "pixels_resized", resized_size=self.resized_size(image_size)
+        )

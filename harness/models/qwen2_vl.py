@@ -1,0 +1,224 @@
+"""Qwen2-VL adapter, and the Qwen base shared by the Qwen2.5-VL and Qwen3-VL adapters.
+
+Visual tokens: each image is resized (aspect kept) to multiples of ``cell = patch · merge``
+(28 px for Qwen2/2.5-VL, 32 px for Qwen3-VL) and cut into ``patch``-px patches; each merged
+token covers one ``cell × cell`` square and tokens run row-major over cells, in feature order,
+between ``<|vision_start|>``/``<|vision_end|>``. A video's frames are grouped in pairs
+(``temporal_patch_size`` 2; an odd last frame is repeated) and each group is one grid of
+tokens. Grids are read from the processor output (``image_grid_thw``/``video_grid_thw``), never
+guessed. Forwards need ``mm_token_type_ids`` with the grids; the processor returns them.
+
+Answer coordinates: Qwen2-VL writes boxes as integers in [0, 1000) relative to the image
+(``normalized_1000``).
+
+Registered model args (``ModelSpec.args``) go to ``AutoProcessor.from_pretrained``, e.g.
+``{"min_pixels": 3136, "max_pixels": 1003520}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from harness.models._common import HFAdapter, instruction_positions, positions_of
+from harness.models.base import TokenSpans
+from harness.payloads import (
+    Box,
+    BoxEvidence,
+    Evidence,
+    EvidenceError,
+    PageEvidence,
+    Request,
+    TubeEvidence,
+    Video,
+)
+from harness.registry import model_family
+
+__all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
+
+
+def video_metadata(video: Video) -> dict[str, Any]:
+    """HF ``VideoMetadata`` fields for pre-sampled frames (so nothing is resampled)."""
+    indices = [int(i) for i in video.frame_indices]
+    return {
+        "total_num_frames": max(indices) + 1,
+        "fps": video.fps,
+        "frames_indices": indices,
+        "width": video.frames[0].size[0],
+        "height": video.frames[0].size[1],
+    }
+
+
+def box_cells(
+    box: Box, image_size: tuple[int, int], resized_size: tuple[int, int], cell: int
+) -> list[int]:
+    """Row-major indices of the ``cell``-px squares of the resized image that ``box`` touches.
+
+    Args:
+        box: Box in original-image pixels (parts outside the image are dropped).
+        image_size: Original (width, height).
+        resized_size: (width, height) the model saw, multiples of ``cell``.
+        cell: Merged-token size in resized pixels.
+
+    Raises:
+        EvidenceError: the box does not overlap the image.
+    """
+    (w0, h0), (rw, rh) = image_size, resized_size
+    clipped = box.clip(w0, h0)
+    if clipped is None:
+        raise EvidenceError(f"box {box.as_tuple()} lies outside the {w0}×{h0} image")
+    sx, sy = rw / w0, rh / h0
+    cols, rows = rw // cell, rh // cell
+    c1 = min(cols - 1, math.floor(clipped.x1 * sx / cell))
+    c2 = max(c1 + 1, min(cols, math.ceil(clipped.x2 * sx / cell)))
+    r1 = min(rows - 1, math.floor(clipped.y1 * sy / cell))
+    r2 = max(r1 + 1, min(rows, math.ceil(clipped.y2 * sy / cell)))
+    return [r * cols + c for r in range(r1, r2) for c in range(c1, c2)]
+
+
+class QwenVLAdapter(HFAdapter):
+    """Shared Qwen-VL logic: video metadata, token spans, resized sizes."""
+
+    model_class: ClassVar[str] = "Qwen2VLForConditionalGeneration"
+
+    # -- inputs ------------------------------------------------------------------------
+    def processor_kwargs(self, requests: list[Request]) -> dict[str, Any]:
+        """Pass the real frame indices / fps and forbid resampling of pre-sampled frames."""
+        metas = [video_metadata(r.video) for r in requests if r.video is not None]
+        return {"video_metadata": metas, "do_sample_frames": False} if metas else {}
+
+    def settings(self) -> dict[str, Any]:
+        """Base settings plus the pixel budgets actually in the processor."""
+        out = super().settings()
+        for kind in ("image", "video"):
+            proc = getattr(self.processor, f"{kind}_processor", None)
+            size = getattr(proc, "size", None) or {}
+            out[f"{kind}_min_pixels"] = size.get("shortest_edge")
+            out[f"{kind}_max_pixels"] = size.get("longest_edge")
+        return out
+
+    # -- geometry of the visual tokens ------------------------------------------------------
+    def _patch_merge(self, video: bool) -> tuple[int, int]:
+        proc = self.processor.video_processor if video else self.processor.image_processor
+        return int(proc.patch_size), int(proc.merge_size)
+
+    def resized_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
+        """(width, height) a still image of ``image_size`` is resized to (HF's smart_resize)."""
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+        proc = self.processor.image_processor
+        patch, merge = self._patch_merge(video=False)
+        size = proc.size
+        h, w = smart_resize(
+            image_size[1],
+            image_size[0],
+            factor=patch * merge,
+            min_pixels=size["shortest_edge"],
+            max_pixels=size["longest_edge"],
+        )
+        return w, h
+
+    def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
+        """Ω(V*) (covered visual tokens), instruction and all visual positions of ``request``.
+
+        Raises:
+            EvidenceError: evidence empty, degenerate, outside the input, or of a kind the
+                request has no media for.
+        """
+        inputs = self.encode([request])
+        ids = inputs["input_ids"][0].tolist()
+        image_pos = positions_of(ids, self.processor.image_token_id)
+        video_pos = positions_of(ids, self.processor.video_token_id)
+        instruction = instruction_positions(self.tokenizer, self.render(request), request.text, ids)
+        covered: tuple[int, ...] = ()
+        if evidence is not None:
+            covered = self._evidence(request, evidence, inputs, image_pos, video_pos)
+            if not covered:
+                raise EvidenceError(f"evidence {evidence!r} covers no visual token")
+        return TokenSpans(
+            evidence=covered,
+            instruction=instruction,
+            visual=tuple(sorted(image_pos + video_pos)),
+            seq_len=len(ids),
+        )
+
+    def _image_blocks(self, inputs: Any, image_pos: list[int]) -> list[tuple[list[int], int, int]]:
+        """Per still image: (its token positions, resized width, resized height)."""
+        patch, merge = self._patch_merge(video=False)
+        blocks, offset = [], 0
+        grids = inputs["image_grid_thw"].tolist() if "image_grid_thw" in inputs else []
+        for t, gh, gw in grids:
+            n = t * gh * gw // merge**2
+            blocks.append((image_pos[offset : offset + n], gw * patch, gh * patch))
+            offset += n
+        if offset != len(image_pos):
+            raise RuntimeError(f"{len(image_pos)} image tokens but grids account for {offset}")
+        return blocks
+
+    def _evidence(
+        self,
+        request: Request,
+        evidence: Evidence,
+        inputs: Any,
+        image_pos: list[int],
+        video_pos: list[int],
+    ) -> tuple[int, ...]:
+        images = request.visual_inputs()
+        if isinstance(evidence, TubeEvidence):
+            return self._tube(request, evidence, inputs, video_pos)
+        if isinstance(evidence, BoxEvidence):
+            boxes_on = {evidence.image_index: (evidence.box,)}
+        elif isinstance(evidence, PageEvidence):
+            base = len(request.images)
+            for page in evidence.pages:
+                if not 0 <= page < len(request.pages):
+                    raise EvidenceError(f"page {page} outside the {len(request.pages)} pages")
+            boxes_on = {base + p: tuple(evidence.boxes.get(p, ())) for p in evidence.pages}
+        else:
+            raise EvidenceError(f"unsupported evidence type {type(evidence).__name__}")
+        blocks = self._image_blocks(inputs, image_pos)
+        patch, merge = self._patch_merge(video=False)
+        out: set[int] = set()
+        for index, boxes in boxes_on.items():
+            if not 0 <= index < len(images):
+                raise EvidenceError(f"image {index} outside the request's {len(images)} images")
+            positions, rw, rh = blocks[index]
+            if not boxes:  # a whole page
+                out.update(positions)
+                continue
+            for box in boxes:
+                cells = box_cells(box, images[index].size, (rw, rh), patch * merge)
+                out.update(positions[c] for c in cells)
+        return tuple(sorted(out))
+
+    def _tube(
+        self, request: Request, tube: TubeEvidence, inputs: Any, video_pos: list[int]
+    ) -> tuple[int, ...]:
+        video = request.video
+        if video is None:
+            raise EvidenceError("tube evidence on a request without video")
+        patch, merge = self._patch_merge(video=True)
+        tps = int(self.processor.video_processor.temporal_patch_size)
+        gt, gh, gw = inputs["video_grid_thw"][0].tolist()
+        per_group = gh * gw // merge**2
+        if gt * per_group != len(video_pos):
+            raise RuntimeError(f"{len(video_pos)} video tokens but the grid gives {gt * per_group}")
+        out: set[int] = set()
+        for frame, box in tube.boxes.items():
+            if not 0 <= frame < len(video.frames):
+                raise EvidenceError(f"frame {frame} outside the {len(video.frames)} frames")
+            group = video_pos[(frame // tps) * per_group : (frame // tps + 1) * per_group]
+            cells = box_cells(
+                box, video.frames[frame].size, (gw * patch, gh * patch), patch * merge
+            )
+            out.update(group[c] for c in cells)
+        return tuple(sorted(out))
+
+
+@model_family("qwen2_vl")
+class Qwen2VLAdapter(QwenVLAdapter):
+    """Qwen2-VL (``Qwen2VLForConditionalGeneration``); boxes in [0, 1000) relative units."""
+
+    box_convention = "normalized_1000"
+    default_pretrained = "Qwen/Qwen2-VL-7B-Instruct"
+    model_class = "Qwen2VLForConditionalGeneration"

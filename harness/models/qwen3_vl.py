@@ -1,0 +1,33 @@
+"""Qwen3-VL adapter (``Qwen3VLForConditionalGeneration``).
+
+Visual tokens: patch 16, merge 2 → 32-px merged cells, row-major (see
+:mod:`harness.models.qwen2_vl`). Each temporal group of two video frames is its own
+``<|vision_start|> … <|vision_end|>`` block preceded by a ``<t seconds>`` timestamp (computed by
+the processor from the real frame indices and fps we pass); token spans read the video tokens
+in order, so groups stay contiguous runs. DeepStack adds visual features to the hidden states
+of the first decoder layers at the visual positions (capture states inside the layers).
+
+Answer coordinates — decision: ``normalized_1000``. Qwen2.5-VL used absolute pixels of the
+resized image, but Qwen3-VL switched back to relative coordinates in [0, 1000]: the official
+Qwen3-VL 2D-grounding cookbook and the maintainers' notes say so ("Qwen3-VL's default coordinate
+system has been changed from the absolute coordinates used in Qwen2.5-VL to relative
+coordinates ranging from 0 to 1000", quoted in QwenLM/Qwen3-VL issue #1741; issue #1486 and
+ms-swift PR #6178 agree). transformers itself does not parse boxes, so the cookbook is the
+reference.
+"""
+
+from __future__ import annotations
+
+from harness.models.qwen2_vl import QwenVLAdapter
+from harness.registry import model_family
+
+__all__ = ["Qwen3VLAdapter"]
+
+
+@model_family("qwen3_vl")
+class Qwen3VLAdapter(QwenVLAdapter):
+    """Qwen3-VL; boxes in [0, 1000] relative units."""
+
+    box_convention = "normalized_1000"
+    default_pretrained = "Qwen/Qwen3-VL-4B-Instruct"
+    model_class = "Qwen3VLForConditionalGeneration"

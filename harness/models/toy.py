@@ -1,0 +1,32 @@
+"""The bundled ``toy`` model: a small LLaVA trained on :mod:`harness.toy.scenes` mini tasks.
+
+It is a ``LlavaForConditionalGeneration`` with its processor, shipped in
+``harness/assets/toy/`` (the default of ``--model toy``), so the whole harness runs offline
+on a CPU in seconds. Token layout and evidence mapping are LLaVA-1.5's (the scenes are
+square, so the center crop keeps everything); video frames are shown as consecutive images.
+
+Answer coordinates: the toy model writes ``[x1, y1, x2, y2]`` normalised to [0, 1]
+(``normalized``); its word-level tokenizer may decode with spaces around the brackets and
+commas, which :func:`~harness.models.base.parse_box_text` tolerates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from harness.models.llava import LlavaAdapter
+from harness.registry import model_family
+
+__all__ = ["ToyAdapter", "TOY_DIR"]
+
+TOY_DIR = Path(__file__).resolve().parent.parent / "assets" / "toy"
+"""Directory of the bundled toy model (config, weights, processor files)."""
+
+
+@model_family("toy")
+class ToyAdapter(LlavaAdapter):
+    """The bundled toy LLaVA (``harness/assets/toy``); boxes normalised to [0, 1]."""
+
+    box_convention = "normalized"
+    default_pretrained: ClassVar[str] = str(TOY_DIR)

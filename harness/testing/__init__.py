@@ -1,0 +1,1 @@
+"""Test utilities: tiny random models (``harness.testing.tiny``); imports nothing heavy."""

@@ -1,0 +1,471 @@
+"""Tiny offline processors matching :mod:`harness.testing.tiny` models (for CPU tests).
+
+Each builder returns the family's real ``transformers`` processor class, with PIL image
+backends (torchvision is not required) and an offline tokenizer whose special tokens sit at
+the ids of :func:`harness.testing.tiny.special_token_ids`. Sizes match the tiny configs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# --- LLaVA / LLaVA-NeXT / LLaVA-OneVision / InternVL (adapter helper for issue 3) -------------
+# Real processor classes with PIL image backends; offline byte-level tokenizers whose special
+# tokens sit at the ids harness.testing.tiny.special_token_ids gives the tiny models.
+
+_LLAVA_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ message['role'].upper() + ': ' }}"
+    "{% for c in message['content'] if c['type'] == 'image' %}{{ '<image>\n' }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'video' %}{{ '<video>\n' }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] + ' ' }}{% endfor %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+_MISTRAL_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'user' %}{{ '[INST] ' }}{% endif %}"
+    "{% for c in message['content'] if c['type'] == 'image' %}{{ '<image>\n' }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] }}{% endfor %}"
+    "{% if message['role'] == 'user' %}{{ ' [/INST]' }}{% endif %}"
+    "{% endfor %}"
+)
+_CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% for c in message['content'] if c['type'] == 'image' %}{{ IMAGE }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'video' %}{{ '<video>\n' }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] }}{% endfor %}"
+    "{{ '<|im_end|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def byte_tokenizer(
+    vocab_size: int,
+    specials: dict[str, int],
+    *,
+    eos: str,
+    pad: str,
+    bos: str | None = None,
+    **named: str,
+) -> Any:
+    """An offline byte-level BPE tokenizer (no merges) with special tokens at fixed ids.
+
+    Every UTF-8 byte is one token, so any text round-trips exactly through encode/decode and
+    offsets are exact; unused ids are filled with ``<unusedN>`` tokens.
+
+    Args:
+        vocab_size: Total vocabulary size (the tiny model's).
+        specials: Special token text → id (ids ≥ 256, distinct).
+        eos: The end-of-sequence token text (one of ``specials``).
+        pad: The padding token text.
+        bos: The beginning-of-sequence token text, if the family uses one.
+        **named: Extra named special tokens (e.g. ``image_token="<image>"``), set as
+            ``extra_special_tokens`` so processors find ``tokenizer.image_token``.
+
+    Returns:
+        A ``PreTrainedTokenizerFast`` (left padding).
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    taken = set(specials.values())
+    if min(taken) < len(vocab) or max(taken) >= vocab_size or len(taken) != len(specials):
+        raise ValueError(f"special ids must be distinct and in [{len(vocab)}, {vocab_size})")
+    vocab.update({f"<unused{i}>": i for i in range(len(vocab), vocab_size) if i not in taken})
+    vocab.update(specials)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    kwargs = {"eos_token": eos, "pad_token": pad, "padding_side": "left"}
+    if bos is not None:
+        kwargs["bos_token"] = bos
+    if named:
+        kwargs["extra_special_tokens"] = dict(named)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+
+
+def _with_pil_video(cls: type) -> type:
+    """``cls`` accepting a :func:`pil_video_processor` (HF's class check needs torchvision)."""
+
+    def check_argument_for_proper_class(self: Any, argument_name: str, argument: Any) -> Any:
+        if argument_name == "video_processor" and type(argument).__name__ == "PilVideoProcessor":
+            return type(argument)
+        return cls.check_argument_for_proper_class(self, argument_name, argument)
+
+    check = {"check_argument_for_proper_class": check_argument_for_proper_class}
+    return type(cls.__name__, (cls,), check)
+
+
+def pil_video_processor(size: int) -> Any:
+    """A torchvision-free stand-in for the OneVision / InternVL video processors.
+
+    Like theirs: every frame squashed to ``size``² (bicubic), rescaled, CLIP mean/std;
+    pre-sampled frames are never resampled. Returns ``pixel_values_videos`` (B, T, 3, S, S).
+    """
+    import numpy as np
+    from PIL import Image
+    from transformers.image_processing_utils import BatchFeature
+    from transformers.video_utils import make_batched_videos
+
+    mean, std = (np.array(x, np.float32)[:, None, None] for x in _clip_stats())
+
+    def preprocess(self: Any, videos: Any, **kwargs: Any) -> Any:
+        out = []
+        for video in make_batched_videos(videos):
+            frames = [_as_pil(f).resize((size, size), Image.BICUBIC) for f in video]
+            arr = np.stack([np.asarray(f, np.float32).transpose(2, 0, 1) for f in frames])
+            out.append((arr / 255.0 - mean) / std)
+        if len({len(v) for v in out}) > 1:
+            raise ValueError("videos of one batch need the same number of frames")
+        data = {"pixel_values_videos": np.stack(out)}
+        return BatchFeature(data=data, tensor_type=kwargs.get("return_tensors"))
+
+    attrs = {
+        "preprocess": preprocess,
+        "model_input_names": ["pixel_values_videos"],
+        "size": {"height": size, "width": size},
+    }
+    return type("PilVideoProcessor", (_video_processor_base(),), attrs)()
+
+
+def _llava_tokenizer(family: str, vocab_size: int, chatml: bool) -> Any:
+    from harness.testing.tiny import special_token_ids
+
+    ids = special_token_ids(family, vocab_size)
+    eos = "<|im_end|>" if chatml else "</s>"
+    specials = {
+        "<image>": ids["image"],
+        "<video>": ids["video"],
+        eos: ids["eos"],
+        "<pad>": ids["pad"],
+        "<s>": ids["bos"],
+    }
+    if chatml:
+        specials["<|im_start|>"] = ids["bos"] - 1
+    return byte_tokenizer(
+        vocab_size,
+        specials,
+        eos=eos,
+        pad="<pad>",
+        bos=None if chatml else "<s>",
+        image_token="<image>",
+        video_token="<video>",
+    )
+
+
+def tiny_llava_processor(vocab_size: int = 512) -> Any:
+    """A ``LlavaProcessor`` for ``build_tiny_model("llava")``: CLIP 112 crop, 8×8 = 64 tokens.
+
+    Mirrors llava-1.5-hf: resize the short side to 112 (real 336), center crop 112², CLS
+    dropped by the ``default`` strategy (``num_additional_image_tokens=1``), "USER: ...
+    ASSISTANT:" template (video frames, if any, are shown as images by the adapter).
+    """
+    from transformers import LlavaProcessor
+    from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
+
+    image_processor = LlavaImageProcessorPil(
+        size={"shortest_edge": 112}, crop_size={"height": 112, "width": 112}
+    )
+    return LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=_llava_tokenizer("llava", vocab_size, chatml=False),
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=_LLAVA_TEMPLATE,
+    )
+
+
+def tiny_llava_next_processor(vocab_size: int = 512) -> Any:
+    """A ``LlavaNextProcessor`` for ``build_tiny_model("llava_next")`` (pinpoints ÷ 3, 112²)."""
+    from transformers import LlavaNextProcessor
+    from transformers.models.llava_next.image_processing_pil_llava_next import (
+        LlavaNextImageProcessorPil,
+    )
+
+    pins = [[112, 224], [224, 112], [224, 224], [112, 336], [336, 112]]
+    image_processor = LlavaNextImageProcessorPil(
+        size={"shortest_edge": 112},
+        crop_size={"height": 112, "width": 112},
+        image_grid_pinpoints=pins,
+    )
+    return LlavaNextProcessor(
+        image_processor=image_processor,
+        tokenizer=_llava_tokenizer("llava_next", vocab_size, chatml=False),
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=_MISTRAL_TEMPLATE,
+    )
+
+
+def tiny_llava_onevision_processor(vocab_size: int = 512) -> Any:
+    """A ``LlavaOnevisionProcessor`` for ``build_tiny_model("llava_onevision")``.
+
+    SigLIP 112 crops (8×8 = 64 tokens, real 384 → 27×27), pinpoints ``112·(i, j)``,
+    ``anyres_max_9``, ChatML template; video through :func:`pil_video_processor`.
+    """
+    from transformers import LlavaOnevisionProcessor
+    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+        LlavaOnevisionImageProcessorPil,
+    )
+
+    pins = [[112 * i, 112 * j] for i in range(1, 4) for j in range(1, 4)]
+    image_processor = LlavaOnevisionImageProcessorPil(
+        size={"height": 112, "width": 112}, image_grid_pinpoints=pins
+    )
+    return _with_pil_video(LlavaOnevisionProcessor)(
+        image_processor=image_processor,
+        tokenizer=_llava_tokenizer("llava_onevision", vocab_size, chatml=True),
+        video_processor=pil_video_processor(112),
+        num_image_tokens=64,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio="anyres_max_9",
+        chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
+    )
+
+
+def tiny_internvl_processor(vocab_size: int = 512) -> Any:
+    """An ``InternVLProcessor`` for ``build_tiny_model("internvl")``: 112² tiles of 16 tokens.
+
+    Tiles up to 12 (real 448² of 256 tokens), thumbnail last when more than one tile,
+    ``<img>``/``</img>`` around ``<IMG_CONTEXT>`` runs, ChatML template; video through
+    :func:`pil_video_processor` (one 112² tile per frame).
+    """
+    from transformers import InternVLProcessor
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        GotOcr2ImageProcessorPil,
+    )
+
+    from harness.testing.tiny import special_token_ids
+
+    ids = special_token_ids("internvl", vocab_size)
+    specials = {
+        "<IMG_CONTEXT>": ids["image"],
+        "<video>": ids["video"],
+        "<img>": ids["vision_start"],
+        "</img>": ids["vision_end"],
+        "<|im_end|>": ids["eos"],
+        "<pad>": ids["pad"],
+        "<|im_start|>": ids["bos"],
+    }
+    tokenizer = byte_tokenizer(
+        vocab_size,
+        specials,
+        eos="<|im_end|>",
+        pad="<pad>",
+        start_image_token="<img>",
+        end_image_token="</img>",
+        context_image_token="<IMG_CONTEXT>",
+        video_token="<video>",
+    )
+    image_processor = GotOcr2ImageProcessorPil(
+        size={"height": 112, "width": 112}, crop_to_patches=True, max_patches=12
+    )
+    return _with_pil_video(InternVLProcessor)(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        video_processor=pil_video_processor(112),
+        image_seq_length=16,
+        chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<IMG_CONTEXT>\n' }}"),
+    )
+
+
+# --- Qwen2-VL / Qwen2.5-VL / Qwen3-VL (adapter helper for issue 3, Qwen part) -----------------
+# Real Qwen processor classes with the PIL image processor and small pixel budgets. The HF
+# Qwen *video* processors need torchvision, so tests use PilQwenVideoProcessor below: the same
+# resize rule (HF's own smart_resize), normalisation and temporal patchify, with PIL resampling.
+
+_QWEN_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}SYSTEM{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for c in message['content'] %}"
+    "{% if c['type'] == 'image' %}{{ '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{% elif c['type'] == 'video' %}{{ '<|vision_start|><|video_pad|><|vision_end|>' }}"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+QWEN_TINY_PIXELS = {
+    "qwen2_vl": {"cell": 28, "image": (4, 36), "video": (4, 16)},
+    "qwen2_5_vl": {"cell": 28, "image": (4, 36), "video": (4, 16)},
+    "qwen3_vl": {"cell": 32, "image": (4, 36), "video": (4, 32)},
+}
+"""Per family: merged-cell size in px and (min, max) merged tokens per image / per video."""
+
+
+def _video_processor_base() -> type:
+    from transformers.video_processing_utils import VideoProcessorMixin
+
+    return VideoProcessorMixin
+
+
+class PilQwenVideoProcessor:
+    """Torchvision-free stand-ins for ``Qwen2VLVideoProcessor`` / ``Qwen3VLVideoProcessor``.
+
+    ``PilQwenVideoProcessor.build(family, min_pixels, max_pixels)`` returns an instance of a
+    ``VideoProcessorMixin`` subclass (so the real Qwen processors accept it) that takes
+    pre-sampled frames (``do_sample_frames`` is ignored: frames are never resampled).
+    Qwen3-VL's budget counts all frames (HF's 3-D ``smart_resize``); Qwen2/2.5-VL's is per frame.
+    """
+
+    @staticmethod
+    def build(family: str, min_pixels: int, max_pixels: int) -> Any:
+        """Build the stand-in for ``family`` with the given pixel budget."""
+        import numpy as np
+        from PIL import Image
+        from transformers.image_processing_utils import BatchFeature
+        from transformers.video_utils import make_batched_metadata, make_batched_videos
+
+        qwen3 = family == "qwen3_vl"
+        patch = 16 if qwen3 else 14
+        mean, std = ((0.5,) * 3, (0.5,) * 3) if qwen3 else _clip_stats()
+
+        def resized(t: int, h: int, w: int) -> tuple[int, int]:
+            if qwen3:
+                from transformers.models.qwen3_vl.video_processing_qwen3_vl import smart_resize
+
+                return smart_resize(t, h, w, 2, 2 * patch, min_pixels, max_pixels)
+            from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+            return smart_resize(h, w, 2 * patch, min_pixels, max_pixels)
+
+        def preprocess(self: Any, videos: Any, **kwargs: Any) -> Any:
+            videos = make_batched_videos(videos)
+            metadata = make_batched_metadata(videos, kwargs.get("video_metadata"))
+            flat, grids = [], []
+            for video in videos:
+                frames = [_as_pil(f) for f in video]
+                w0, h0 = frames[0].size
+                rh, rw = resized(len(frames), h0, w0)
+                arr = np.stack(
+                    [np.asarray(f.resize((rw, rh), Image.BICUBIC)) for f in frames]
+                ).astype(np.float32)
+                arr = (arr / 255.0 - np.array(mean, np.float32)) / np.array(std, np.float32)
+                arr = arr.transpose(0, 3, 1, 2)  # (T, C, H, W)
+                if len(arr) % 2:
+                    arr = np.concatenate([arr, arr[-1:]])
+                gt, gh, gw = len(arr) // 2, rh // patch, rw // patch
+                x = arr.reshape(gt, 2, 3, gh // 2, 2, patch, gw // 2, 2, patch)
+                x = x.transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)  # (t, hm, wm, mh, mw, C, T, p, p)
+                flat.append(x.reshape(gt * gh * gw, 3 * 2 * patch * patch))
+                grids.append([gt, gh, gw])
+            data = {
+                "pixel_values_videos": np.concatenate(flat),
+                "video_grid_thw": np.array(grids, dtype=np.int64),
+            }
+            out = BatchFeature(data=data, tensor_type=kwargs.get("return_tensors"))
+            if kwargs.get("return_metadata"):
+                out["video_metadata"] = metadata
+            return out
+
+        attrs = {
+            "preprocess": preprocess,
+            "model_input_names": ["pixel_values_videos", "video_grid_thw"],
+            "patch_size": patch,
+            "temporal_patch_size": 2,
+            "merge_size": 2,
+            "size": {"shortest_edge": min_pixels, "longest_edge": max_pixels},
+        }
+        cls = type("PilQwenVideoProcessor", (_video_processor_base(),), attrs)
+        return cls()
+
+
+def _with_video_stand_in(cls: type) -> type:
+    """``cls`` accepting a :class:`PilQwenVideoProcessor` (the HF check needs torchvision)."""
+
+    def check_argument_for_proper_class(self: Any, argument_name: str, argument: Any) -> Any:
+        stand_in = type(argument).__name__ == "PilQwenVideoProcessor"
+        if argument_name == "video_processor" and stand_in:
+            return type(argument)
+        return cls.check_argument_for_proper_class(self, argument_name, argument)
+
+    check = {"check_argument_for_proper_class": check_argument_for_proper_class}
+    return type(cls.__name__, (cls,), check)
+
+
+def _as_pil(frame: Any) -> Any:
+    """A frame as a PIL RGB image (HF's batching may have turned it into an HWC/CHW array)."""
+    import numpy as np
+    from PIL import Image
+
+    if isinstance(frame, Image.Image):
+        return frame.convert("RGB")
+    arr = np.asarray(frame)
+    if arr.ndim == 3 and arr.shape[0] in (1, 3) and arr.shape[-1] not in (1, 3):
+        arr = arr.transpose(1, 2, 0)
+    return Image.fromarray(arr.astype(np.uint8)).convert("RGB")
+
+
+def _clip_stats() -> tuple[tuple[float, ...], tuple[float, ...]]:
+    from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
+
+    return tuple(OPENAI_CLIP_MEAN), tuple(OPENAI_CLIP_STD)
+
+
+def tiny_qwen_processor(
+    family: str,
+    vocab_size: int = 512,
+    *,
+    image_tokens: tuple[int, int] | None = None,
+    video_tokens: tuple[int, int] | None = None,
+) -> Any:
+    """A real Qwen processor for ``build_tiny_model(family)`` (qwen2_vl, qwen2_5_vl, qwen3_vl).
+
+    Args:
+        family: ``qwen2_vl``, ``qwen2_5_vl`` or ``qwen3_vl``.
+        vocab_size: The tiny model's vocabulary size.
+        image_tokens: (min, max) merged tokens per image (default :data:`QWEN_TINY_PIXELS`);
+            pixels = tokens · cell².
+        video_tokens: (min, max) merged tokens per frame pair (Qwen3-VL: for the whole clip).
+
+    Returns:
+        ``Qwen2VLProcessor`` / ``Qwen2_5_VLProcessor`` / ``Qwen3VLProcessor``: PIL image
+        processor, :class:`PilQwenVideoProcessor`, byte-level tokenizer, ChatML template
+        (Qwen2/2.5: default system prompt, as the real templates; Qwen3: none).
+    """
+    import transformers as tf
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    from harness.testing.tiny import special_token_ids
+
+    classes = {"qwen2_vl": "Qwen2VLProcessor", "qwen2_5_vl": "Qwen2_5_VLProcessor"}
+    classes["qwen3_vl"] = "Qwen3VLProcessor"
+    if family not in classes:
+        raise ValueError(f"not a Qwen family: {family!r}")
+    px = QWEN_TINY_PIXELS[family]
+    cell2 = px["cell"] ** 2
+    lo, hi = image_tokens or px["image"]
+    vlo, vhi = video_tokens or px["video"]
+    if family == "qwen3_vl":
+        vlo, vhi = vlo * 2, vhi * 2  # the 3-D budget counts frames, two per token group
+    ids = special_token_ids(family, vocab_size)
+    specials = {
+        "<|image_pad|>": ids["image"],
+        "<|video_pad|>": ids["video"],
+        "<|vision_start|>": ids["vision_start"],
+        "<|vision_end|>": ids["vision_end"],
+        "<|im_end|>": ids["eos"],
+        "<|endoftext|>": ids["pad"],
+        "<|im_start|>": ids["bos"],
+    }
+    tokenizer = byte_tokenizer(vocab_size, specials, eos="<|im_end|>", pad="<|endoftext|>")
+    qwen3 = family == "qwen3_vl"
+    image_processor = Qwen2VLImageProcessorPil(
+        min_pixels=lo * cell2,
+        max_pixels=hi * cell2,
+        patch_size=px["cell"] // 2,
+        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if qwen3 else {}),
+    )
+    system = "" if qwen3 else "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    return _with_video_stand_in(getattr(tf, classes[family]))(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        video_processor=PilQwenVideoProcessor.build(family, vlo * cell2, vhi * cell2),
+        chat_template=_QWEN_TEMPLATE.replace("SYSTEM", system),
+    )

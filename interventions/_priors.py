@@ -1,0 +1,217 @@
+"""Visual priors for SAP (paper B): per-token scores from the batch, and per-sample priors.
+
+Visual tokens are the positions of the model's image/video placeholder ids in ``input_ids``;
+features are scattered over them in order, so the n-th image token of the batch (row-major)
+carries the n-th visual feature. A per-token score vector in that order is all a prior needs.
+
+Families:
+
+- ``uniform``, ``gaussian`` (softmax of N(0, 1) draws), ``dirichlet`` (Dirichlet(1), i.e.
+  uniform on the simplex — paper B's code): every family. Seeded per sample from
+  (seed, CRC32 of the sample's unpadded ids), so batching does not change them.
+- ``complexity`` (per-patch grey-level gradient magnitude + variance, softmaxed over the
+  sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch)
+  and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl`` (one token per merged cell, images and
+  videos). Computed on the processor-normalised pixels averaged over channels (and time).
+- ``vision`` (last ViT layer attention, mean over heads and queries, CLS dropped, softmaxed):
+  ``llava`` only — its patch grid is the decoder's token grid, so pooling is the identity.
+
+Other families (LLaVA-NeXT / OneVision anyres layouts, InternVL pixel shuffle) raise
+:class:`~harness.intervention_api.InterventionError` for the pixel-based priors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.intervention_api import InterventionError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "PIXEL_PRIOR_FAMILIES",
+    "visual_token_ids",
+    "check_support",
+    "vision_attention_module",
+    "complexity_scores",
+    "vision_scores",
+    "patch_scores",
+    "sample_priors",
+]
+
+PIXEL_PRIOR_FAMILIES = {
+    "complexity": ("llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl"),
+    "vision": ("llava",),
+}
+_QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+_PIXELS = {"image": "pixel_values", "video": "pixel_values_videos"}
+
+
+def visual_token_ids(model: Any) -> dict[str, int]:
+    """``{"image": id, "video": id}`` from the model config (kinds the model lacks omitted)."""
+    cfg = model.config
+    out = {}
+    for kind in ("image", "video"):
+        for attr in (f"{kind}_token_id", f"{kind}_token_index"):
+            value = getattr(cfg, attr, None)
+            if isinstance(value, int):
+                out[kind] = value
+                break
+    if not out:
+        raise InterventionError(f"sap: {type(model).__name__} has no image/video token id")
+    return out
+
+
+def check_support(prior: str, model: Any) -> None:
+    """Raise :class:`InterventionError` if ``prior`` cannot be built for ``model``."""
+    visual_token_ids(model)
+    if prior not in PIXEL_PRIOR_FAMILIES:
+        return
+    kind = getattr(model.config, "model_type", "?")
+    families = PIXEL_PRIOR_FAMILIES[prior]
+    if kind not in families:
+        raise InterventionError(
+            f"sap: prior={prior!r} supports model types {list(families)}, not {kind!r}; "
+            "use prior='uniform', 'gaussian' or 'dirichlet' there"
+        )
+    if kind == "llava" and model.config.vision_feature_select_strategy != "default":
+        raise InterventionError(
+            "sap: pixel priors on llava need vision_feature_select_strategy "
+            "'default' (one token per patch)"
+        )
+
+
+def vision_attention_module(model: Any) -> Any:
+    """The last vision-encoder layer's attention module (LLaVA's CLIP tower)."""
+    tower = model.model.vision_tower
+    encoder = getattr(tower, "encoder", None) or tower.vision_model.encoder
+    return encoder.layers[-1].self_attn
+
+
+def vision_scores(attn: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """Mean (heads, queries) attention received by each patch in the last ViT layer.
+
+    Args:
+        attn: The layer's attention module (``q_proj``, ``k_proj``, ``num_heads``, ``scale``).
+        hidden: (N_images, 1 + P, D) input of that attention (after its layer norm).
+
+    Returns:
+        (N_images · P,) scores, CLS dropped, images then patches row-major.
+    """
+    import torch
+
+    with torch.no_grad():
+        n, t, _ = hidden.shape
+        q = attn.q_proj(hidden).view(n, t, attn.num_heads, -1).transpose(1, 2).float()
+        k = attn.k_proj(hidden).view(n, t, attn.num_heads, -1).transpose(1, 2).float()
+        probs = torch.softmax((q @ k.transpose(-1, -2)) * attn.scale, dim=-1)
+        return probs.mean(dim=(1, 2))[:, 1:].reshape(-1)
+
+
+def patch_scores(grey: torch.Tensor) -> torch.Tensor:
+    """Grey-level complexity of (n, h, w) patches: mean gradient magnitude + variance."""
+    import torch
+
+    grey = grey.float()
+    dx = grey[:, :-1, 1:] - grey[:, :-1, :-1]
+    dy = grey[:, 1:, :-1] - grey[:, :-1, :-1]
+    grad = torch.sqrt(dx**2 + dy**2).mean(dim=(1, 2))
+    return grad + grey.var(dim=(1, 2), unbiased=False)
+
+
+def complexity_scores(model: Any, kind: str, kwargs: dict[str, Any]) -> torch.Tensor | None:
+    """(n_tokens,) complexity scores of the batch's ``kind`` tokens, or None without pixels."""
+    pixels = kwargs.get(_PIXELS[kind])
+    if pixels is None:
+        return None
+    family = model.config.model_type
+    vcfg = model.config.vision_config
+    if family == "llava":
+        if kind != "image" or pixels.dim() != 4:
+            raise InterventionError("sap: llava complexity prior needs (N, 3, H, W) images")
+        p = vcfg.patch_size
+        n, _, h, w = pixels.shape
+        grey = pixels.float().mean(dim=1)[:, : h // p * p, : w // p * p]
+        cells = grey.view(n, h // p, p, w // p, p).permute(0, 1, 3, 2, 4).reshape(-1, p, p)
+        return patch_scores(cells)
+    m, p, t = vcfg.spatial_merge_size, vcfg.patch_size, vcfg.temporal_patch_size
+    rows = pixels.float().view(-1, m, m, pixels.shape[-1] // (t * p * p), t, p, p)
+    grey = rows.mean(dim=(3, 4))  # [token, m, m, p, p]
+    cells = grey.permute(0, 1, 3, 2, 4).reshape(-1, m * p, m * p)
+    return patch_scores(cells)
+
+
+def _place(
+    ids: torch.Tensor, token_id: int, scores: torch.Tensor, out: torch.Tensor, kind: str
+) -> None:
+    mask = ids == token_id
+    if int(mask.sum()) != scores.numel():
+        raise InterventionError(
+            f"sap: {int(mask.sum())} {kind} tokens in the batch but {scores.numel()} "
+            "prior scores (unsupported token layout for this prior)"
+        )
+    out[mask] = scores.to(out.device, out.dtype)
+
+
+def sample_priors(
+    prior: str,
+    ids: torch.Tensor,
+    token_ids: dict[str, int],
+    row_keys: list[int],
+    seed: int,
+    scores: dict[str, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """Per-sample priors over the visual tokens of a batch.
+
+    Args:
+        prior: ``uniform``, ``gaussian``, ``dirichlet``, ``complexity`` or ``vision``.
+        ids: (B, S) ``input_ids`` of the prefill.
+        token_ids: Visual token ids by kind.
+        row_keys: Per-sample content keys (seeds for the noise priors).
+        seed: Base seed.
+        scores: For score-based priors: kind → per-token scores in feature order.
+
+    Returns:
+        ``(keys (B, K) long, prior (B, K) float32, valid (B, K) bool)`` or None when the batch
+        has no visual token. Each row's valid entries sum to 1.
+    """
+    import numpy as np
+    import torch
+
+    visual = torch.zeros_like(ids, dtype=torch.bool)
+    for token in token_ids.values():
+        visual |= ids == token
+    counts = visual.sum(dim=1)
+    width = int(counts.max()) if ids.numel() else 0
+    if width == 0:
+        return None
+    dense = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+    if prior in ("complexity", "vision"):
+        missing = [k for k in token_ids if ids.eq(token_ids[k]).any() and k not in (scores or {})]
+        if missing:
+            raise InterventionError(f"sap: prior={prior!r} has no scores for {missing} tokens")
+        for kind, values in (scores or {}).items():
+            _place(ids, token_ids[kind], values, dense, kind)
+    batch = ids.shape[0]
+    keys = torch.zeros(batch, width, dtype=torch.long, device=ids.device)
+    probs = torch.zeros(batch, width, dtype=torch.float32, device=ids.device)
+    valid = torch.arange(width, device=ids.device)[None, :] < counts[:, None]
+    for b in range(batch):
+        pos = visual[b].nonzero()[:, 0]
+        n = pos.numel()
+        if n == 0:
+            continue
+        keys[b, :n] = pos
+        if prior in ("complexity", "vision"):
+            row = torch.softmax(dense[b, pos], dim=0)
+        elif prior == "uniform":
+            row = torch.full((n,), 1.0 / n)
+        else:
+            rng = np.random.default_rng([int(seed), int(row_keys[b]) if b < len(row_keys) else 0])
+            if prior == "gaussian":
+                row = torch.softmax(torch.from_numpy(rng.standard_normal(n)).float(), dim=0)
+            else:
+                row = torch.from_numpy(rng.dirichlet(np.ones(n))).float()
+        probs[b, :n] = row.to(probs.device, torch.float32)
+    return keys, probs, valid

@@ -1,0 +1,136 @@
+"""Head selection shared by ``ablate`` and ``hybrid``: top/bottom by ranking, random, explicit.
+
+Units are query heads (``granularity="head"``) or KV groups (``"kv_group"``: all query
+heads that share one KV head). ``k`` counts units: a whole count, or a fraction of all units
+(L·H heads, or L·H_kv groups) rounded up — the rule of :meth:`harness.heads.Geometry.count`.
+A KV group's score is the mean of its query heads' scores. Random draws use
+``numpy.random.default_rng([seed, draw])``: the same seed and draw give the same heads.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.heads import Geometry, Head
+from harness.intervention_api import InterventionError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["load_scores", "parse_head_list", "select_units", "expand_units"]
+
+
+def parse_head_list(items: Any, geometry: Geometry, who: str) -> list[Head]:
+    """Parse ``["L12H3", ...]`` and check each head exists in ``geometry``."""
+    if isinstance(items, str):
+        items = items.replace(";", " ").replace("+", " ").split()
+    heads = []
+    for text in items or ():
+        try:
+            heads.append(geometry.check(Head.parse(str(text))))
+        except ValueError as err:
+            raise InterventionError(f"{who}: {err}") from None
+    return sorted(set(heads))
+
+
+def load_scores(path: str, task: str | None, geometry: Geometry, who: str) -> np.ndarray:
+    """The ``[L, H]`` ranking matrix of ``task`` (None: combined) from a ranking file.
+
+    Raises:
+        InterventionError: the file is unreadable, lacks the task, or its geometry differs.
+    """
+    from harness.ranking import RankingFormatError, load_ranking
+
+    try:
+        ranking = load_ranking(path)
+    except (OSError, RankingFormatError) as err:
+        raise InterventionError(f"{who}: cannot read ranking {path!r}: {err}") from None
+    grid = (ranking.num_layers, ranking.num_heads)
+    if grid != (geometry.num_layers, geometry.num_heads):
+        raise InterventionError(
+            f"{who}: ranking {path!r} is for {grid[0]}×{grid[1]} heads, the model has "
+            f"{geometry.num_layers}×{geometry.num_heads}"
+        )
+    try:
+        return ranking.matrix(task)
+    except KeyError as err:
+        raise InterventionError(f"{who}: {err.args[0]}") from None
+
+
+def _unit_geometry(geometry: Geometry, granularity: str) -> Geometry:
+    """A geometry whose "heads" are the units (KV groups become heads of a smaller grid)."""
+    if granularity == "head":
+        return geometry
+    g = geometry
+    return Geometry(g.num_layers, g.num_kv_heads, g.num_kv_heads, g.head_dim, g.hidden_size)
+
+
+def _unit_scores(scores: np.ndarray, geometry: Geometry, granularity: str) -> np.ndarray:
+    if granularity == "head":
+        return scores
+    g = geometry
+    return scores.reshape(g.num_layers, g.num_kv_heads, g.group_size).mean(axis=-1)
+
+
+def select_units(
+    geometry: Geometry,
+    select: str,
+    k: float,
+    *,
+    granularity: str = "head",
+    scores: np.ndarray | None = None,
+    heads: list[Head] | None = None,
+    seed: int = 0,
+    draw: int = 0,
+    who: str = "intervention",
+) -> list[Head]:
+    """Choose units; returns ``Head(layer, unit)`` values (unit = head or KV-group index).
+
+    Args:
+        geometry: Decoder geometry.
+        select: ``top``/``bottom`` (need ``scores``), ``random`` or ``heads`` (explicit).
+        k: Count or fraction of units (ignored for ``heads``).
+        granularity: ``head`` or ``kv_group``.
+        scores: ``[L, H]`` ranking matrix for top/bottom.
+        heads: Explicit query heads for ``heads`` (mapped to their groups for kv_group).
+        seed: Random seed.
+        draw: Random draw index.
+        who: Intervention name for messages.
+
+    Returns:
+        Selected units in selection order (best first for top, lowest first for bottom,
+        layer-major for random and explicit).
+    """
+    import numpy as np
+
+    from harness.metrics import ram
+
+    units = _unit_geometry(geometry, granularity)
+    if select == "heads":
+        if granularity == "head":
+            return list(heads or [])
+        return sorted({Head(h.layer, h.head // geometry.group_size) for h in heads or []})
+    try:
+        n = units.count(k)
+    except ValueError as err:
+        raise InterventionError(f"{who}: {err} ({granularity} units)") from None
+    if select in ("top", "bottom"):
+        if scores is None:
+            raise InterventionError(f"{who}: select={select!r} needs a ranking")
+        matrix = _unit_scores(np.asarray(scores, dtype=np.float64), geometry, granularity)
+        pick = ram.top_heads if select == "top" else ram.bottom_heads
+        return pick(matrix, n) if n else []
+    if select == "random":
+        rng = np.random.default_rng([int(seed), int(draw)])
+        total = units.num_total_heads
+        idx = sorted(int(i) for i in rng.choice(total, size=n, replace=False))
+        return [Head(i // units.num_heads, i % units.num_heads) for i in idx]
+    raise InterventionError(f"{who}: unknown select={select!r}")
+
+
+def expand_units(units: list[Head], geometry: Geometry, granularity: str) -> list[Head]:
+    """Query heads covered by ``units`` (identity for heads; all group members for KV groups)."""
+    if granularity == "head":
+        return sorted(units)
+    size = geometry.group_size
+    return sorted(Head(u.layer, u.head * size + j) for u in units for j in range(size))

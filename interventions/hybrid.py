@@ -1,0 +1,121 @@
+"""CoRe-guided hybrid attention (paper A) through the headscope attention dispatch.
+
+The top ``keep`` units of a ranking file (query heads, or whole KV groups with
+``granularity="kv_group"``) keep full causal attention; every other head gets a causal
+sliding window of ``window`` keys (plus ``sinks`` attention-sink tokens) during prefill, and
+in decode too with ``window_in_decode``. The window runs on the dispatch's window kernel:
+the chunked fast path by default, the eager reference with
+``harness.dispatch.set_window_kernel("reference")`` (equivalence-tested).
+
+KV-group granularity matters for real memory/time savings: a KV head can only use a smaller
+cache when all query heads that read it are windowed.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.intervention_api import Intervention, InterventionError
+from harness.registry import intervention
+from interventions._common import check_choice, installed
+from interventions._selection import expand_units, load_scores, select_units
+
+__all__ = ["Hybrid"]
+
+
+@intervention("hybrid")
+@dataclass(frozen=True)
+class Hybrid(Intervention):
+    """Full attention for the top-ranked heads, a sliding window for the rest.
+
+    Attributes:
+        keep: Units with full attention: a count ≥ 1, a fraction in (0, 1) of all units
+            (rounded up), or 0 (every head windowed).
+        window: Window size W ≥ 1 (the query's own position included).
+        sinks: Attention-sink tokens (the first real tokens) every windowed head also sees.
+        window_in_decode: Also window decode steps (default: prefill only, paper A).
+        granularity: ``head`` or ``kv_group``.
+        ranking: Path of a ranking file (``headscope rank``); required unless ``keep=0``.
+        ranking_task: Task of the ranking; None = combined ranking.
+    """
+
+    keep: float = 0.05
+    window: int = 512
+    sinks: int = 0
+    window_in_decode: bool = False
+    granularity: Literal["head", "kv_group"] = "head"
+    ranking: str | None = None
+    ranking_task: str | None = None
+
+    def __post_init__(self) -> None:
+        hint = typing.get_type_hints(type(self))["granularity"]
+        check_choice("hybrid", "granularity", self.granularity, typing.get_args(hint))
+        if isinstance(self.keep, bool) or not isinstance(self.keep, int | float) or self.keep < 0:
+            raise InterventionError(f"hybrid: keep must be a number ≥ 0, got {self.keep!r}")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
+            raise InterventionError(f"hybrid: window must be an integer ≥ 1, got {self.window!r}")
+        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
+            raise InterventionError(f"hybrid: sinks must be an integer ≥ 0, got {self.sinks!r}")
+        if self.keep and not self.ranking:
+            raise InterventionError(
+                "hybrid: keep > 0 needs ranking=<ranking file> to choose the full heads"
+            )
+
+    def resolve(self, geometry: Any) -> tuple[list[Any], list[Any]]:
+        """(kept units, windowed query heads) on a model of ``geometry``."""
+        scores = None
+        if self.keep:
+            scores = load_scores(self.ranking, self.ranking_task, geometry, "hybrid")
+        units = select_units(
+            geometry,
+            "top",
+            self.keep,
+            granularity=self.granularity,
+            scores=scores if scores is not None else _zeros(geometry),
+            who="hybrid",
+        )
+        full = set(expand_units(units, geometry, self.granularity))
+        windowed = [h for h in geometry.all_heads() if h not in full]
+        return units, windowed
+
+    @contextmanager
+    def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
+        """Window every head outside the kept set for the ``with`` block.
+
+        Yields:
+            ``{"name", "keep", "window", "sinks", "window_in_decode", "granularity",
+            "ranking", "ranking_task", "full_units", "full_heads", "n_full", "n_windowed"}``.
+        """
+        from harness.dispatch import Plan, Window
+
+        geometry = adapter.geometry
+        units, windowed = self.resolve(geometry)
+        win = Window(self.window, self.sinks, self.window_in_decode)
+        info = {
+            "name": "hybrid",
+            "keep": self.keep,
+            "window": self.window,
+            "sinks": self.sinks,
+            "window_in_decode": self.window_in_decode,
+            "granularity": self.granularity,
+            "ranking": self.ranking,
+            "ranking_task": self.ranking_task,
+            "full_units": [
+                str(u) if self.granularity == "head" else f"L{u.layer}G{u.head}" for u in units
+            ],
+            "full_heads": [str(h) for h in geometry.all_heads() if h not in set(windowed)],
+            "n_full": geometry.num_total_heads - len(windowed),
+            "n_windowed": len(windowed),
+        }
+        with installed(adapter.model, Plan.build(window=dict.fromkeys(windowed, win)), "hybrid"):
+            yield info
+
+
+def _zeros(geometry: Any) -> Any:
+    import numpy as np
+
+    return np.zeros((geometry.num_layers, geometry.num_heads))

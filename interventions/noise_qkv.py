@@ -1,0 +1,103 @@
+"""Noise-QKV (paper B's stochastic baseline): random q/k/v projection weights.
+
+In the selected decoder layers, the weight of each of ``q_proj``, ``k_proj`` and ``v_proj``
+is replaced by Gaussian noise with that tensor's own mean and standard deviation (biases are
+kept: the baseline is defined on the projection weights). The noise is drawn on the CPU from
+``torch.Generator`` seeded per (seed, layer, tensor), so it does not depend on the device or
+on the order of layers. The original weights are copied back bit-exactly on exit, also when
+the body raises.
+
+This is a weight edit, not an attention-function effect, so it composes with every dispatch
+intervention (nest the contexts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from harness.intervention_api import Intervention, InterventionError
+from harness.registry import intervention
+from interventions._common import parse_layers
+
+__all__ = ["NoiseQKV"]
+
+_PROJ = ("q_proj", "k_proj", "v_proj")
+
+
+@intervention("noise_qkv")
+@dataclass(frozen=True)
+class NoiseQKV(Intervention):
+    """Replace q/k/v projection weights of selected layers by matched Gaussian noise.
+
+    Attributes:
+        layers: ``"all"``, ``"all_but_first"``, ``"a-b"`` (inclusive), an index, or a list.
+        seed: Noise seed.
+    """
+
+    layers: str | int | list[int] = "all"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.layers, list):
+            object.__setattr__(self, "layers", tuple(self.layers))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InterventionError(f"noise_qkv: seed must be an integer, got {self.seed!r}")
+
+    @contextmanager
+    def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
+        """Swap in the noise weights for the ``with`` block; restore them exactly on exit.
+
+        Yields:
+            ``{"name", "layers", "seed", "tensors", "stats"}`` — ``stats`` maps each
+            replaced tensor (``L3.q_proj``) to its original ``[mean, std]``.
+        """
+        import torch
+
+        from harness.dispatch import decoder_layers
+
+        blocks = decoder_layers(adapter.model)
+        layers = parse_layers(self.layers, len(blocks), "noise_qkv")
+        targets = []
+        for layer in layers:
+            attn = blocks[layer].self_attn
+            missing = [p for p in _PROJ if not hasattr(attn, p)]
+            if missing:
+                raise InterventionError(
+                    f"noise_qkv: layer {layer} attention has no {missing} "
+                    f"({type(attn).__name__}; fused projections are not supported)"
+                )
+            targets.extend((layer, p, getattr(attn, p).weight) for p in _PROJ)
+        saved: list[tuple[Any, Any]] = []
+        stats: dict[str, list[float]] = {}
+        try:
+            with torch.no_grad():
+                for layer, proj, weight in targets:
+                    original = weight.detach().clone()
+                    saved.append((weight, original))
+                    mean = original.float().mean()
+                    std = original.float().std()
+                    gen = torch.Generator().manual_seed(_seed(self.seed, layer, proj))
+                    noise = torch.randn(tuple(original.shape), generator=gen) * std + mean
+                    weight.copy_(noise.to(weight.device, weight.dtype))
+                    stats[f"L{layer}.{proj}"] = [float(mean), float(std)]
+            yield {
+                "name": "noise_qkv",
+                "layers": layers,
+                "seed": self.seed,
+                "tensors": sorted(stats),
+                "stats": stats,
+            }
+        finally:
+            with torch.no_grad():
+                for weight, original in saved:
+                    weight.copy_(original)
+
+
+def _seed(seed: int, layer: int, proj: str) -> int:
+    import numpy as np
+
+    seq = np.random.SeedSequence([int(seed), int(layer), _PROJ.index(proj)])
+    return int(seq.generate_state(1, dtype=np.uint64)[0] >> 1)

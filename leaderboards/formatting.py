@@ -1,0 +1,296 @@
+"""Tables and their five output forms: terminal, Markdown, CSV, JSON, LaTeX.
+
+The rounding rule (one rule for every number in every human-readable form):
+
+- a real number is shown rounded once, at output time, to **3 decimal places**, starting
+  from its shortest decimal form (Python's ``repr``, i.e. what the JSON input files hold)
+  with ties rounded away from zero: ``0.4875 → 0.488``, ``0.0625 → 0.063``,
+  ``-0.0125 → -0.013``. So a reader rounding the numbers of a results file by hand gets
+  the same text;
+- derived quantities are computed from the raw values first and rounded only on output;
+  differences (Δ) are computed exactly on the decimal forms (:func:`decimal_diff`), so
+  ``0.4875 − 0.5`` is ``-0.0125``, not ``-0.01250000000000001``;
+- a ``signed`` column (a difference such as Δ) always carries its sign: ``+0.013``;
+- whole numbers (counts ``n``, sequence lengths, layers) are shown whole;
+- a value that rounds to zero is ``0.000`` (``+0.000`` when signed), never ``-0.000``;
+- a missing value (``None`` or NaN) is ``—`` (``---`` in LaTeX, an empty cell in CSV).
+
+Terminal, Markdown, LaTeX and CSV apply the rule; JSON keeps the raw full-precision
+values (``null`` when missing), since it is the machine-readable form.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Context, Decimal
+from typing import Any, Literal
+
+__all__ = [
+    "DECIMALS",
+    "FORMATS",
+    "Column",
+    "Table",
+    "format_value",
+    "decimal_diff",
+    "render",
+    "to_terminal",
+    "to_markdown",
+    "to_csv",
+    "to_json",
+    "to_latex",
+    "latex_escape",
+]
+
+#: Decimal places of every real number shown (the rounding rule above).
+DECIMALS = 3
+#: Output forms: name → file extension (``terminal`` is printed, never written).
+FORMATS = {"md": "md", "csv": "csv", "json": "json", "latex": "tex", "terminal": "txt"}
+LEADERBOARD_SCHEMA = "headscope.leaderboard"
+
+Kind = Literal["text", "int", "float", "signed"]
+_MISSING = "—"
+# Enough digits for any finite double at DECIMALS places (the default context has 28).
+_WIDE = Context(prec=400)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table.
+
+    Attributes:
+        key: ASCII identifier (CSV header, JSON key).
+        title: Display title (may hold Unicode such as Δ or ρ).
+        kind: ``text``, ``int``, ``float`` or ``signed`` (a float shown with its sign).
+    """
+
+    key: str
+    title: str = ""
+    kind: Kind = "text"
+
+    @property
+    def label(self) -> str:
+        """The title, or the key when no title was given."""
+        return self.title or self.key
+
+
+@dataclass(frozen=True)
+class Table:
+    """A leaderboard table holding raw values (formatting happens on output).
+
+    Attributes:
+        name: File stem (``accuracy``, ``speedup`` ...).
+        title: Human-readable caption.
+        columns: Column definitions, in display order.
+        rows: One dict per row, keyed by column key (missing keys are missing values).
+        notes: Footnotes (common settings, provenance, caveats).
+    """
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def column(self, key: str) -> Column:
+        """Look up a column by key."""
+        for col in self.columns:
+            if col.key == key:
+                return col
+        raise KeyError(f"table {self.name!r} has no column {key!r}")
+
+    def cell(self, row: int, key: str) -> str:
+        """The displayed text of one cell (rounding rule applied)."""
+        return format_value(self.rows[row].get(key), self.column(key).kind)
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_value(value: Any, kind: Kind = "float", missing: str = _MISSING) -> str:
+    """Apply the rounding rule to one value.
+
+    Args:
+        value: The raw value.
+        kind: How the column shows numbers (see :class:`Column`).
+        missing: Text of a missing value.
+
+    Returns:
+        The displayed text.
+    """
+    if _is_missing(value):
+        return missing
+    if kind == "text" or isinstance(value, str) or isinstance(value, bool):
+        return str(value)
+    if kind == "int" and float(value) == int(value):
+        return str(int(value))
+    number = float(value)
+    if math.isinf(number):
+        return ("+" if kind == "signed" and number > 0 else "") + ("inf" if number > 0 else "-inf")
+    quantum = Decimal(1).scaleb(-DECIMALS)
+    exact = Decimal(repr(number)).quantize(quantum, ROUND_HALF_UP, _WIDE)
+    text = format(exact, "f")
+    if Decimal(text) == 0:
+        text = text.lstrip("-")
+    if kind == "signed" and not text.startswith("-"):
+        text = "+" + text
+    return text
+
+
+def decimal_diff(a: float, b: float) -> float:
+    """``a − b`` computed exactly on the shortest decimal forms of ``a`` and ``b``."""
+    return float(_WIDE.subtract(Decimal(repr(float(a))), Decimal(repr(float(b)))))
+
+
+def _cells(table: Table, missing: str = _MISSING) -> list[list[str]]:
+    return [
+        [format_value(row.get(c.key), c.kind, missing) for c in table.columns] for row in table.rows
+    ]
+
+
+def _numeric(col: Column) -> bool:
+    return col.kind != "text"
+
+
+def to_terminal(table: Table) -> str:
+    """Plain-text table for the terminal (tabulate's ``simple`` style)."""
+    from tabulate import tabulate
+
+    align = ["right" if _numeric(c) else "left" for c in table.columns]
+    body = tabulate(
+        _cells(table),
+        headers=[c.label for c in table.columns],
+        tablefmt="simple",
+        disable_numparse=True,
+        colalign=align,
+    )
+    lines = [table.title, "=" * len(table.title), body or "(no rows)"]
+    lines += [f"* {note}" for note in table.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: Table, heading_level: int = 2) -> str:
+    """GitHub-flavoured Markdown: a heading, a pipe table and the notes as a list."""
+    head = "| " + " | ".join(_md_escape(c.label) for c in table.columns) + " |"
+    rule = "|" + "|".join("--:" if _numeric(c) else ":--" for c in table.columns) + "|"
+    rows = ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in _cells(table)]
+    out = [f"{'#' * heading_level} {table.title}", "", head, rule, *rows]
+    if not table.rows:
+        out.append("")
+        out.append("_(no rows)_")
+    if table.notes:
+        out.append("")
+        out += [f"- {_md_escape(n)}" for n in table.notes]
+    return "\n".join(out) + "\n"
+
+
+def to_csv(table: Table) -> str:
+    """CSV with the column keys as header; numbers follow the rounding rule, missing is empty."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.key for c in table.columns])
+    writer.writerows(_cells(table, missing=""))
+    return buf.getvalue()
+
+
+def _json_value(value: Any) -> Any:
+    if _is_missing(value):
+        return None
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    return value
+
+
+def to_json(table: Table) -> str:
+    """JSON document with raw (unrounded) values; ``null`` for missing values."""
+    doc = {
+        "schema": LEADERBOARD_SCHEMA,
+        "schema_version": 1,
+        "table": table.name,
+        "title": table.title,
+        "columns": [{"key": c.key, "title": c.label, "kind": c.kind} for c in table.columns],
+        "rows": [{c.key: _json_value(r.get(c.key)) for c in table.columns} for r in table.rows],
+        "notes": list(table.notes),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_TEX_UNICODE = {
+    "Δ": r"$\Delta$",
+    "ρ": r"$\rho$",
+    "×": r"$\times$",
+    "—": "---",
+    "–": "--",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "ε": r"$\varepsilon$",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX specials and map the few Unicode symbols tables use to math mode."""
+    out = "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
+    for uni, tex in _TEX_UNICODE.items():
+        out = out.replace(uni, tex)
+    return out
+
+
+def to_latex(table: Table) -> str:
+    """A ``booktabs`` table environment (needs the ``booktabs`` LaTeX package)."""
+    spec = "".join("r" if _numeric(c) else "l" for c in table.columns)
+    label = "tab:" + "".join(ch if ch.isalnum() else "-" for ch in table.name)
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        r"\caption{" + latex_escape(table.title) + "}",
+        r"\label{" + label + "}",
+        r"\begin{tabular}{" + spec + "}",
+        r"\toprule",
+        " & ".join(latex_escape(c.label) for c in table.columns) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(latex_escape(x) for x in r) + r" \\" for r in _cells(table)]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if table.notes:
+        notes = "; ".join(latex_escape(n) for n in table.notes)
+        lines.append(r"\par\smallskip{\footnotesize " + notes + "}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+_RENDERERS = {
+    "md": to_markdown,
+    "csv": to_csv,
+    "json": to_json,
+    "latex": to_latex,
+    "terminal": to_terminal,
+}
+
+
+def render(table: Table, fmt: str) -> str:
+    """Render ``table`` in one of :data:`FORMATS`."""
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown format {fmt!r}; choose from {sorted(_RENDERERS)}")
+    return _RENDERERS[fmt](table)

@@ -1,0 +1,298 @@
+"""Find, load and group the result files of several runs.
+
+``headscope leaderboard A B C`` accepts run directories, single files, or folders holding
+several runs (searched recursively; ``samples/`` folders and hidden files are skipped).
+Every ``*.json`` found is recognised by its content:
+
+- ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.results.RunResults`);
+- ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.ranking`);
+- ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file (:mod:`leaderboards.diagnostics`);
+- ``{"rows": [...]}`` from ``headscope bench hybrid --json`` (rows hold ``hybrid_ms``) or
+  ``headscope bench ram --json`` (rows hold ``probe_peak_mb``); a top-level ``"bench"`` of
+  ``"hybrid"`` / ``"ram"`` settles it explicitly;
+- anything else (``run_spec.json``, leaderboard outputs) is ignored.
+
+Grouping: numbers are compared only under the same *settings*: everything recorded as
+changing numbers (model adapter settings minus identity, ``RunResults.settings``, task
+settings / arguments / split, a ranking's or bench file's settings), flattened. Results
+under different settings are kept apart (differing keys become columns), never averaged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MergeError",
+    "Run",
+    "RankingFile",
+    "Sources",
+    "load_sources",
+    "classify",
+    "flatten",
+    "model_label",
+    "model_settings",
+    "combine",
+    "config_key",
+    "split_settings",
+    "settings_note",
+    "settings_row",
+    "check_unique",
+    "same_number",
+]
+
+#: Model-dict keys that name the model (its identity) rather than a setting.
+IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
+_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry")
+
+
+class MergeError(ValueError):
+    """Inputs that cannot be merged (conflicting duplicates, unknown files)."""
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts → ``{"a.b": scalar}``; lists become compact JSON text."""
+    if not isinstance(data, dict):
+        return {prefix: _scalar(data)} if prefix else {}
+    out: dict[str, Any] = {}
+    for key in sorted(data, key=str):
+        name = f"{prefix}.{key}" if prefix else str(key)
+        value = data[key]
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name))
+        else:
+            out[name] = _scalar(value)
+    return out
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def model_label(model: Any) -> str:
+    """The model's display name: checkpoint if known, else its family."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, dict):
+        for key in IDENTITY_KEYS:
+            if model.get(key):
+                return str(model[key])
+    return "unknown"
+
+
+def model_settings(model: Any) -> dict[str, Any]:
+    """The adapter settings of a model dict, without its identity and geometry."""
+    if not isinstance(model, dict):
+        return {}
+    return flatten({k: v for k, v in model.items() if k not in _NOT_SETTINGS})
+
+
+def combine(*parts: dict[str, Any]) -> dict[str, Any]:
+    """Union of flat settings; a key recorded twice with different values is kept as both."""
+    out: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        for key, value in part.items():
+            if key in out and not same_number(out[key], value):
+                out[f"{key}#{i}"] = value
+            else:
+                out.setdefault(key, value)
+    return out
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """Canonical text of a flat settings dict (for grouping and sorting)."""
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def same_number(a: Any, b: Any) -> bool:
+    """Equality that treats NaN == NaN and compares ints and floats by value."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def split_settings(configs: Iterable[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Keys whose values differ between ``configs``, and the settings they all share."""
+    configs = list(configs)
+    keys = sorted({k for c in configs for k in c})
+    differing, common = [], {}
+    for key in keys:
+        values = [c.get(key) for c in configs]
+        if all(key in c for c in configs) and all(same_number(v, values[0]) for v in values):
+            common[key] = values[0]
+        else:
+            differing.append(key)
+    return differing, common
+
+
+def settings_note(common: dict[str, Any]) -> str | None:
+    """One-line footnote listing the settings every row shares."""
+    items = ", ".join(f"{k}={'null' if v is None else v}" for k, v in common.items())
+    return f"Common settings: {items}" if items else None
+
+
+def settings_row(config: dict[str, Any], differing: Sequence[str]) -> dict[str, Any]:
+    """The differing settings of one row as table cells (absent → ``unset``)."""
+    text = {k: "null" if config[k] is None else str(config[k]) for k in differing if k in config}
+    return {f"set:{k}": text.get(k, "unset") for k in differing}
+
+
+def check_unique(
+    items: Iterable[Any],
+    key: Callable[[Any], Any],
+    same: Callable[[Any, Any], bool],
+    describe: Callable[[Any], str],
+) -> list[Any]:
+    """Drop exact duplicates; raise :class:`MergeError` on duplicates that disagree."""
+    seen: dict[Any, Any] = {}
+    for item in items:
+        k = key(item)
+        if k in seen:
+            if not same(seen[k], item):
+                raise MergeError(
+                    f"{describe(item)} appears twice with different numbers "
+                    f"({describe(seen[k])}); pass only one of the two runs"
+                )
+            continue
+        seen[k] = item
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class Run:
+    """One loaded run: its results and the settings its numbers depend on."""
+
+    path: Path
+    results: Any  # harness.results.RunResults
+    model: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RankingFile:
+    """One loaded ranking (:class:`harness.ranking.Ranking`)."""
+
+    path: Path
+    ranking: Any
+    model: str
+    config: dict[str, Any]
+
+
+@dataclass
+class Sources:
+    """Everything found in the leaderboard's inputs."""
+
+    runs: list[Run] = field(default_factory=list)
+    rankings: list[RankingFile] = field(default_factory=list)
+    bench_hybrid: list[Any] = field(default_factory=list)  # leaderboards.speedup.BenchFile
+    bench_ram: list[Any] = field(default_factory=list)
+    diagnostics: list[Any] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        """True when no input of any kind was found."""
+        kinds = (self.runs, self.rankings, self.bench_hybrid, self.bench_ram, self.diagnostics)
+        return not any(kinds)
+
+
+def classify(doc: Any) -> str | None:
+    """``results``, ``ranking``, ``diagnostics``, ``bench_hybrid``, ``bench_ram`` or None."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("schema") == "headscope.results":
+        return "results"
+    if doc.get("format") == "headscope.ranking":
+        return "ranking"
+    if doc.get("schema") == "headscope.diagnostics":
+        return "diagnostics"
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    if doc.get("bench") in ("hybrid", "ram"):
+        return f"bench_{doc['bench']}"
+    if all("hybrid_ms" in r for r in rows):
+        return "bench_hybrid"
+    if all("probe_peak_mb" in r for r in rows):
+        return "bench_ram"
+    return None
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no such results file or directory: {str(path)!r}")
+    skip = lambda parts: any(x == "samples" or x.startswith(".") for x in parts)  # noqa: E731
+    return [p for p in sorted(path.rglob("*.json")) if not skip(p.relative_to(path).parts)]
+
+
+def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
+    if kind == "results":
+        from harness.results import RunResults
+
+        res = RunResults.from_dict(doc, where=str(path))
+        config = combine(model_settings(res.model), flatten(res.settings))
+        sources.runs.append(Run(path, res, model_label(res.model), config))
+        if res.status != "complete":
+            sources.warnings.append(f"{path}: run status is {res.status!r} (numbers may change)")
+    elif kind == "ranking":
+        from harness.ranking import Ranking, RankingFormatError
+
+        try:
+            ranking = Ranking.from_dict(doc)
+        except RankingFormatError as exc:
+            raise MergeError(f"{path}: {exc}") from None
+        config = combine(model_settings(ranking.model), flatten(ranking.settings))
+        sources.rankings.append(RankingFile(path, ranking, model_label(ranking.model), config))
+    elif kind == "diagnostics":
+        from leaderboards.diagnostics import parse_diagnostics
+
+        sources.diagnostics.append(parse_diagnostics(doc, path))
+    elif kind in ("bench_hybrid", "bench_ram"):
+        from leaderboards.speedup import parse_bench
+
+        bench = parse_bench(doc, path, kind.removeprefix("bench_"))
+        getattr(sources, kind).append(bench)
+
+
+def load_sources(paths: Sequence[str | Path]) -> Sources:
+    """Load every recognised file under ``paths`` (see the module docstring).
+
+    Raises:
+        FileNotFoundError: A path does not exist.
+        MergeError: A file passed explicitly is not a headscope output, or nothing was found.
+        harness.results.ResultsError: A results file does not follow its schema.
+    """
+    sources = Sources()
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        for file in _files(path):
+            real = file.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                doc = json.loads(file.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if file == path:
+                    raise MergeError(f"{file}: not valid JSON ({exc})") from None
+                sources.warnings.append(f"{file}: skipped, not valid JSON")
+                continue
+            kind = classify(doc)
+            if kind is None:
+                if file == path:
+                    raise MergeError(f"{file}: not a headscope results/ranking/bench file")
+                continue
+            _add(sources, file, kind, doc)
+    if sources.empty():
+        names = ", ".join(str(p) for p in paths)
+        raise MergeError(f"no headscope results found in {names}")
+    return sources

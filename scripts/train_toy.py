@@ -1,0 +1,259 @@
+"""Train the embedded ``toy`` LLaVA from scratch on the mini tasks (CPU, minutes; never in CI).
+
+Phase 1 ("dense") trains everything with the answer loss plus an auxiliary loss: a linear probe
+on the projector output predicts each image token's content (empty / text / colour×shape) —
+without it the tiny CLIP tower does not learn to see in the time available. Phase 2 ("prune")
+adds a group-lasso penalty per attention head over its Q, K, V rows and O columns together, which
+kills most heads and concentrates retrieval in a few (the CoRe-head phenomenon we measure).
+
+Batches go through the exact inference path: ``processor.apply_chat_template`` then
+``processor(images=..., text=...)``. Resumable: checkpoints in ``--work`` every ``--ckpt-every``.
+
+    nohup python scripts/train_toy.py > /tmp/toy_train.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.toy.builders import ALL_TYPES  # noqa: E402
+from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
+from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
+
+N_CELL_CLASSES = 2 + len(ALL_TYPES)  # empty, text decoy, one per colour×shape
+
+
+def build_model(tokenizer, args):
+    """A LlavaForConditionalGeneration with a tiny CLIP tower and a tiny Llama decoder."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+    from transformers import LlavaForConditionalGeneration as Llava
+
+    vision = CLIPVisionConfig(
+        hidden_size=args.vision_hidden, intermediate_size=4 * args.vision_hidden,
+        num_hidden_layers=args.vision_layers, num_attention_heads=4, image_size=64,
+        patch_size=16, projection_dim=args.vision_hidden,
+    )  # fmt: skip
+    text = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=args.hidden,
+        intermediate_size=args.ffn * args.hidden,
+        num_hidden_layers=args.layers, num_attention_heads=args.heads,
+        num_key_value_heads=args.heads, max_position_embeddings=512, tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    config = LlavaConfig(
+        vision_config=vision, text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default", vision_feature_layer=-1, image_seq_length=16,
+    )  # fmt: skip
+    model = Llava(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    return model
+
+
+def prompt_of(processor, sample) -> str:
+    """The chat-template prompt for ``sample`` (what the adapter will send)."""
+    content = [{"type": "image"} for _ in sample.images]
+    content.append({"type": "text", "text": sample.question})
+    messages = [{"role": "user", "content": content}]
+    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def cell_labels(sample) -> list[list[int]]:
+    """Per image, the class of each of its 16 vision tokens (row-major)."""
+    out = []
+    for objs in sample.layout:
+        lab = [0] * (GRID * GRID)
+        for o in objs:
+            cls = 1 if o.shape == "text" else 2 + ALL_TYPES.index((o.color, o.shape))
+            lab[o.cell[0] * GRID + o.cell[1]] = cls
+        out.append(lab)
+    return out
+
+
+def collate(processor, samples):
+    """Tokenise prompt + answer + </s> through the processor; labels only on the answer."""
+    tok = processor.tokenizer
+    ids, labels, pixels, cells = [], [], [], []
+    for s in samples:
+        text = prompt_of(processor, s) + " " + s.answer + " </s>"
+        enc = processor(images=list(s.images), text=text, return_tensors="pt")
+        seq = enc["input_ids"][0]
+        n_ans = len(tok(s.answer, add_special_tokens=False)["input_ids"]) + 1
+        lab = torch.full_like(seq, -100)
+        lab[-n_ans:] = seq[-n_ans:]
+        ids.append(seq), labels.append(lab), pixels.append(torch.as_tensor(enc["pixel_values"]))
+        cells += cell_labels(s)
+    width = max(len(x) for x in ids)
+    pad = tok.pad_token_id
+    input_ids = torch.full((len(ids), width), pad)
+    lab = torch.full((len(ids), width), -100)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, (x, y) in enumerate(zip(ids, labels)):  # right padding for training
+        input_ids[i, : len(x)], lab[i, : len(x)], mask[i, : len(x)] = x, y, 1
+    return dict(
+        input_ids=input_ids, attention_mask=mask, labels=lab,
+        pixel_values=torch.cat(pixels).float(), cells=torch.tensor(cells),
+    )  # fmt: skip
+
+
+def head_groups(model):
+    """Per layer, a [heads] tensor of the L2 norm of each head's Q, K, V rows and O columns."""
+    norms = []
+    for layer in model.model.language_model.layers:
+        att = layer.self_attn
+        h, d = att.config.num_attention_heads, att.head_dim
+        sq = sum(
+            p.weight.view(h, d, -1).pow(2).sum((1, 2)) for p in (att.q_proj, att.k_proj, att.v_proj)
+        )
+        sq = sq + att.o_proj.weight.view(-1, h, d).pow(2).sum((0, 2))
+        norms.append((sq + 1e-12).sqrt())
+    return torch.stack(norms)
+
+
+def lr_at(step, args):
+    if step < args.dense_steps:
+        warm = min(1.0, (step + 1) / 200)
+        frac = step / args.dense_steps
+        return args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+    frac = (step - args.dense_steps) / max(1, args.prune_steps)
+    return args.prune_lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def lam_at(step, args):
+    if step < args.dense_steps:
+        return 0.0
+    return args.lam * min(1.0, (step - args.dense_steps) / max(1, args.prune_steps * 0.2))
+
+
+@torch.no_grad()
+def quick_eval(model, processor, split, n, seed):
+    """Teacher-forced exact match (= greedy exact match) per kind on ``n`` samples."""
+    model.eval()
+    acc = {}
+    for kind in KINDS:
+        batch = collate(processor, [generate_sample(kind, split, i, seed) for i in range(n)])
+        batch.pop("cells")
+        labels = batch.pop("labels")
+        logits = model(**batch).logits[:, :-1]
+        tgt = labels[:, 1:]
+        ok = ((logits.argmax(-1) == tgt) | (tgt == -100)).all(-1)
+        acc[kind] = ok.float().mean().item()
+    model.train()
+    return acc
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="harness/assets/toy")
+    ap.add_argument("--work", default="/tmp/toy_train")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data-seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--dense-steps", type=int, default=5000)
+    ap.add_argument("--prune-steps", type=int, default=2500)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--prune-lr", type=float, default=1e-3)
+    ap.add_argument("--lam", type=float, default=3e-3)
+    ap.add_argument("--aux", type=float, default=1.0)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--ffn", type=int, default=3, help="decoder FFN width / hidden")
+    ap.add_argument("--vision-hidden", type=int, default=64)
+    ap.add_argument("--vision-layers", type=int, default=2)
+    ap.add_argument("--eval-every", type=int, default=500)
+    ap.add_argument("--ckpt-every", type=int, default=250)
+    ap.add_argument("--max-minutes", type=float, default=1e9)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    processor = build_processor(build_tokenizer(build_vocab()))
+    model = build_model(processor.tokenizer, args)
+    probe = torch.nn.Linear(args.hidden, N_CELL_CLASSES)
+    params = list(model.parameters()) + list(probe.parameters())
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    step = 0
+    ckpt = work / "ckpt.pt"
+    if ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(state["model"]), probe.load_state_dict(state["probe"])
+        opt.load_state_dict(state["opt"])
+        step = state["step"]
+        torch.set_rng_state(state["rng"])
+        print(f"resumed at step {step}", flush=True)
+    feats = {}
+    model.model.multi_modal_projector.register_forward_hook(
+        lambda m, i, o: feats.__setitem__("proj", o)
+    )
+    total = args.dense_steps + args.prune_steps
+    log = open(work / "log.jsonl", "a")
+    t0 = time.time()
+    model.train()
+    bar = tqdm(total=total, initial=step, mininterval=20, desc="train_toy")
+    while step < total:
+        rng = random.Random(f"{args.data_seed}|{step}")
+        kind = KINDS[rng.randrange(len(KINDS))]
+        first = step * args.batch  # each step owns a disjoint index range of every kind
+        samples = [
+            generate_sample(kind, "train", first + i, args.data_seed) for i in range(args.batch)
+        ]
+        batch = collate(processor, samples)
+        cells = batch.pop("cells")
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args)
+        out = model(**batch)
+        aux = torch.nn.functional.cross_entropy(probe(feats["proj"]).flatten(0, 1), cells.flatten())
+        lam = lam_at(step, args)
+        pen = head_groups(model).sum() if lam > 0 else torch.zeros(())
+        loss = out.loss + args.aux * aux + lam * pen
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        bar.update(1)
+        bar.set_postfix(kind=kind, loss=f"{out.loss.item():.3f}", aux=f"{aux.item():.3f}")
+        rec = {"step": step, "kind": kind, "loss": out.loss.item(), "aux": aux.item()}
+        if lam > 0:
+            rec["pen"] = pen.item()
+        if step % args.ckpt_every == 0 or step == total:
+            torch.save(
+                dict(model=model.state_dict(), probe=probe.state_dict(), opt=opt.state_dict(),
+                     step=step, rng=torch.get_rng_state(), args=vars(args)),
+                work / "ckpt.tmp",
+            )  # fmt: skip
+            (work / "ckpt.tmp").replace(ckpt)
+        if step % args.eval_every == 0 or step == total or step == args.dense_steps:
+            rec["val"] = quick_eval(model, processor, "validation", 32, args.data_seed)
+            rec["head_norms"] = head_groups(model).detach().round(decimals=3).tolist()
+            print(json.dumps(rec), flush=True)
+        log.write(json.dumps(rec) + "\n")
+        if step == args.dense_steps or step == total:
+            dest = Path(args.out) if step == total else work / "dense"
+            model.save_pretrained(dest)
+            processor.save_pretrained(dest)
+            print(f"saved {dest} at step {step}", flush=True)
+        if (time.time() - t0) / 60 > args.max_minutes:
+            print("time budget reached; resume to continue", flush=True)
+            break
+    bar.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""VidSTG rows → typed samples, and VidSTG answer scoring (used by :mod:`tasks.vidstg`).
+
+Conventions normalised once here: ``used_segment`` and ``temporal_gt`` are
+``[begin_fid, end_fid)`` with exclusive ends, in absolute frame ids of the video; the tube is
+``{frame id: Box}`` for every frame of ``temporal_gt``; VidOR boxes ``{xmin, ymin, xmax, ymax}``
+(absolute pixels) become xyxy :class:`~harness.payloads.Box` es. One sample per sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.media_video import frame_positions_in_span
+from harness.payloads import Box, EvidenceError
+from harness.task_api import SampleError
+from tasks._common import require
+
+__all__ = [
+    "SENTENCE_TYPES",
+    "VidSTGSample",
+    "vidor_box",
+    "normalise_entry",
+    "parse_span",
+    "tube_scores",
+]
+
+SENTENCE_TYPES = ("declarative", "interrogative")
+_SPAN = re.compile(r"(\d+)\s*(?:-|–|—|to)\s*(\d+)")
+_ONE = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class VidSTGSample:
+    """One sentence to ground.
+
+    Attributes:
+        doc_id: ``"<vid>:<entry index>:<d|i><sentence index>"``.
+        vid: VidOR video id.
+        sentence: The caption or question text.
+        sentence_type: "declarative" (captions) or "interrogative" (questions).
+        target_id: Trajectory id (tid) of the target object.
+        target_category: Its VidOR category.
+        segment: ``used_segment`` as (begin, end_exclusive) source frames: the clip shown.
+        span: ``temporal_gt`` as (begin, end_exclusive) source frames.
+        tube: ``{source frame: Box}`` for every frame of ``span``.
+        width: Video width in pixels.
+        height: Video height in pixels.
+        fps: Frame rate from the annotation.
+        video_name: File name or path (relative to ``video_root``) of the video.
+        frames: In-memory frames (mini variant); empty when frames come from the video file.
+    """
+
+    doc_id: str
+    vid: str
+    sentence: str
+    sentence_type: str
+    target_id: int
+    target_category: str
+    segment: tuple[int, int]
+    span: tuple[int, int]
+    tube: dict[int, Box]
+    width: int
+    height: int
+    fps: float
+    video_name: str = ""
+    frames: tuple[Any, ...] = ()
+
+
+def vidor_box(bbox: Any, where: str) -> Box:
+    """A VidOR ``{xmin, ymin, xmax, ymax}`` (absolute px) as a :class:`Box`; SampleError if bad."""
+    try:
+        return Box(
+            float(bbox["xmin"]), float(bbox["ymin"]), float(bbox["xmax"]), float(bbox["ymax"])
+        )
+    except (KeyError, TypeError, ValueError, EvidenceError) as exc:
+        raise SampleError(f"{where}: bad box {bbox!r}: {exc}") from None
+
+
+def _fid_range(value: Any, where: str, name: str) -> tuple[int, int]:
+    try:
+        begin, end = int(value["begin_fid"]), int(value["end_fid"])
+    except (KeyError, TypeError, ValueError):
+        raise SampleError(
+            f"{where}: {name} needs integer begin_fid/end_fid, got {value!r}"
+        ) from None
+    if begin < 0 or end <= begin:
+        raise SampleError(f"{where}: {name} end frame {end} is not after start frame {begin}")
+    return begin, end
+
+
+def normalise_entry(
+    entry: Mapping[str, Any], trajectories: Sequence[Any], where: str, entry_index: int = 0
+) -> list[VidSTGSample]:
+    """Turn one VidSTG entry (+ the video's VidOR trajectories) into one sample per sentence.
+
+    Raises:
+        SampleError: naming ``where`` for a missing field, an empty or inverted frame range,
+            a span outside the segment, an unknown target, a missing/degenerate box, or any
+            value of the wrong type.
+    """
+    try:
+        return _normalise(entry, trajectories, where, entry_index)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise SampleError(f"{where}: malformed entry ({type(exc).__name__}: {exc})") from None
+
+
+def _normalise(
+    entry: Mapping[str, Any], trajectories: Sequence[Any], where: str, entry_index: int
+) -> list[VidSTGSample]:
+    fields = ("vid", "fps", "frame_count", "width", "height", "subject/objects")
+    require(entry, (*fields, "used_segment", "temporal_gt", "captions", "questions"), where)
+    segment = _fid_range(entry["used_segment"], where, "used_segment")
+    span = _fid_range(entry["temporal_gt"], where, "temporal_gt")
+    if not (segment[0] <= span[0] and span[1] <= segment[1] <= int(entry["frame_count"])):
+        raise SampleError(f"{where}: temporal_gt {span} is outside used_segment {segment}")
+    categories = {int(o["tid"]): str(o["category"]) for o in entry["subject/objects"]}
+    vid = str(entry["vid"])
+    out: list[VidSTGSample] = []
+    tubes: dict[int, dict[int, Box]] = {}
+    groups = (("declarative", "captions"), ("interrogative", "questions"))
+    for sentence_type, key in groups:
+        for k, sent in enumerate(entry[key]):
+            require(sent, ("description", "target_id"), f"{where} {key}[{k}]")
+            tid = int(sent["target_id"])
+            if tid not in categories:
+                raise SampleError(f"{where} {key}[{k}]: target_id {tid} not in subject/objects")
+            if tid not in tubes:
+                tubes[tid] = _tube(trajectories, tid, span, where)
+            out.append(
+                VidSTGSample(
+                    doc_id=f"{vid}:{entry_index}:{sentence_type[0]}{k}",
+                    vid=vid,
+                    sentence=str(sent["description"]).strip(),
+                    sentence_type=sentence_type,
+                    target_id=tid,
+                    target_category=categories[tid],
+                    segment=segment,
+                    span=span,
+                    tube=tubes[tid],
+                    width=int(entry["width"]),
+                    height=int(entry["height"]),
+                    fps=float(entry["fps"]),
+                    video_name=str(entry.get("video_path") or f"{vid}.mp4"),
+                )
+            )
+    return out
+
+
+def _tube(trajectories: Sequence[Any], tid: int, span: tuple[int, int], where: str) -> dict:
+    tube = {}
+    for fid in range(*span):
+        boxes = trajectories[fid] if fid < len(trajectories) else ()
+        hit = next((b for b in boxes if int(b.get("tid", -1)) == tid), None)
+        if hit is None:
+            raise SampleError(f"{where}: target tid {tid} has no box in frame {fid} of {span}")
+        tube[fid] = vidor_box(hit.get("bbox"), f"{where} frame {fid}")
+    return tube
+
+
+def parse_span(text: str) -> tuple[int, int] | None:
+    """Frame positions ``(start, end)`` from ``"<start>-<end> [...]"``, or None.
+
+    Only the text before the box is read; a lone number is a one-frame span, reversed ends are
+    swapped, and None means no number precedes the box.
+    """
+    head = text.split("[", 1)[0]
+    match = _SPAN.search(head)
+    if match:
+        a, b = int(match.group(1)), int(match.group(2))
+        return (min(a, b), max(a, b))
+    one = _ONE.search(head)
+    return (int(one.group()), int(one.group())) if one else None
+
+
+def tube_scores(
+    shown: Sequence[int],
+    span: tuple[int, int],
+    tube: Mapping[int, Box],
+    pred_positions: tuple[int, int] | None,
+    pred_box: Box | None,
+) -> tuple[float, float] | None:
+    """``(tIoU, vIoU)`` over the shown frames, or None when no shown frame is in the span.
+
+    With ``G`` the shown positions whose source frame is in ``span`` and ``P`` the predicted
+    positions: ``tIoU = |P∩G| / |P∪G|``, ``vIoU = Σ_{p∈P∩G} IoU(pred_box, tube[shown[p]]) /
+    |P∪G|``.
+
+    Args:
+        shown: Source frame index of each shown position (strictly increasing).
+        span: Ground-truth (begin, end_exclusive) source frames.
+        tube: Ground-truth box per source frame of the span.
+        pred_positions: Predicted (start, end) shown positions, end inclusive, each clamped to
+            ``[0, len(shown) − 1]``; None when unparsed (P is empty).
+        pred_box: Predicted box in original pixels; None when unparsed (vIoU is then 0).
+    """
+    gt = set(frame_positions_in_span(shown, *span))
+    if not gt:
+        return None
+    pred: set[int] = set()
+    if pred_positions is not None and shown:
+        last = len(shown) - 1
+        lo, hi = sorted(min(max(p, 0), last) for p in pred_positions)
+        pred = set(range(lo, hi + 1))
+    union = len(gt | pred)
+    both = gt & pred
+    viou = 0.0
+    if pred_box is not None:
+        viou = sum(pred_box.iou(tube[shown[p]]) for p in both) / union
+    return len(both) / union, viou

@@ -1,0 +1,283 @@
+"""MMDocIR — page- and layout-level evidence retrieval in long documents, asked generatively.
+
+- Dataset: HF ``MMDocIR/MMDocIR_Evaluation_Dataset`` (files, not a builder config):
+  ``MMDocIR_pages.parquet`` (``doc_name``, ``domain``, ``passage_id``, ``image_path``,
+  ``image_binary`` JPEG, ``ocr_text``, ``vlm_text``), ``MMDocIR_layouts.parquet`` (not needed
+  here: gold layouts come with each question) and ``MMDocIR_annotations.jsonl``, one line per
+  document: ``doc_name``, ``domain``, ``page_indices`` / ``layout_indices`` (**inclusive**
+  [start, end] row ranges into the parquets; the README spells the latter
+  ``layout_indinces``), ``questions`` [{``Q``, ``A``, ``page_id`` (**0-based** list), ``type``
+  (string repr of a list), ``layout_mapping`` [{``page``, ``page_size`` [w, h] in PDF points,
+  ``bbox`` [x1, y1, x2, y2] in PDF points}]}]. 313 documents, 1,658 questions; one split,
+  ``test``. Local copy: ``data_dir`` holding the three files (or ``annotations_file`` /
+  ``pages_file``).
+- Licence: CC BY-NC 4.0. Paper: Dong et al., "MMDocIR: Benchmarking Multi-Modal Retrieval for
+  Long Documents", 2025 (arXiv 2501.08828).
+- Normalisation (once, at load): layout boxes scaled to page-image pixels by
+  ``image_w / page_w`` and ``image_h / page_h``; pages stay 0-based; ``doc_id`` is
+  ``"{doc_name}#{k}"`` for the k-th question of a document.
+- Generative protocol: all pages of the document are shown in order (the first ``max_pages``
+  when capped; gold pages beyond the cap count as misses) and the model is asked which
+  page(s) hold the evidence, as 1-based page numbers, most relevant first. With
+  ``level="layout"`` it is asked for regions "page N: [x1, y1, x2, y2]" (boxes parsed in the
+  model family's convention).
+- Metrics: page ``recall@1/3/5`` = |gold ∩ first k pages| / |gold|; with ``level="layout"``
+  also ``layout_recall@1/3/5``: a gold layout is found when one of the first k regions lies on
+  its page with IoU ≥ 0.5.
+- Evidence: the gold pages among those shown; with ``level="layout"`` also their boxes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from harness.payloads import Box, Generation, PageEvidence, Request
+from harness.registry import task
+from harness.task_api import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
+from tasks._common import (
+    RowImage,
+    image_size,
+    lazy_media,
+    load_rows,
+    open_image,
+    parse_list,
+    require,
+    row_id,
+)
+
+__all__ = ["DocIRSample", "MMDocIR", "parse_pages", "parse_regions", "recall_at"]
+
+KS = (1, 3, 5)
+PAGE_METRICS = tuple(MetricDef(f"recall@{k}", True, f"gold pages in the first {k}") for k in KS)
+LAYOUT_METRICS = tuple(
+    MetricDef(f"layout_recall@{k}", True, f"gold layouts hit by the first {k} regions") for k in KS
+)
+ANNOTATIONS, PAGES = "MMDocIR_annotations.jsonl", "MMDocIR_pages.parquet"
+_REGION = re.compile(r"page\s*(\d+)\s*[:\-,]?\s*(\[[^\]]*\])", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class DocIRSample:
+    """One retrieval question.
+
+    Attributes:
+        doc_id: ``"{doc_name}#{k}"``.
+        question: Question text.
+        answer: The question's answer (logged, not scored).
+        pages: Page image sources of the whole document, in order.
+        gold_pages: 0-based evidence pages.
+        layouts: Gold layout regions ``(page, Box in page-image pixels)``.
+        page_sizes: ``(page, (width, height))`` of the gold pages' images.
+        domain: Document domain.
+    """
+
+    doc_id: str
+    question: str
+    answer: str
+    pages: tuple[Any, ...]
+    gold_pages: tuple[int, ...]
+    layouts: tuple[tuple[int, Box], ...] = ()
+    page_sizes: tuple[tuple[int, tuple[int, int]], ...] = ()
+    domain: str = ""
+
+
+def parse_pages(text: str, n_pages: int) -> list[int]:
+    """1-based page numbers in order of mention → unique 0-based pages within the document."""
+    out: list[int] = []
+    for token in re.findall(r"\d+", text):
+        page = int(token) - 1
+        if 0 <= page < n_pages and page not in out:
+            out.append(page)
+    return out
+
+
+def parse_regions(text: str) -> list[tuple[int, str]]:
+    """``(0-based page, box text)`` for each "page N: [..]" region, in order."""
+    return [(int(m.group(1)) - 1, m.group(2)) for m in _REGION.finditer(text)]
+
+
+def recall_at(predicted: list[int], gold: tuple[int, ...], k: int) -> float:
+    """|gold ∩ predicted[:k]| / |gold|."""
+    return len(set(predicted[:k]) & set(gold)) / len(set(gold)) if gold else float("nan")
+
+
+@task("mmdocir")
+class MMDocIR(Task):
+    """MMDocIR page / layout retrieval asked of a generative model.
+
+    Args:
+        level: "page" (page recall) or "layout" (page and layout recall).
+        max_pages: Show only the first ``max_pages`` pages of a document; None = all.
+        data_dir: Folder with the annotations JSONL and the pages parquet.
+        annotations_file: Explicit annotations JSONL (overrides ``data_dir``).
+        pages_file: Explicit pages parquet (overrides ``data_dir``).
+        dataset_id: HF dataset repository holding the files.
+        revision: Hub revision.
+    """
+
+    metrics: ClassVar[tuple[MetricDef, ...]] = PAGE_METRICS + LAYOUT_METRICS
+    default_split: ClassVar[str] = "test"
+    grounded: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        level: Literal["page", "layout"] = "page",
+        max_pages: int | None = None,
+        data_dir: str | None = None,
+        annotations_file: str | None = None,
+        pages_file: str | None = None,
+        dataset_id: str = "MMDocIR/MMDocIR_Evaluation_Dataset",
+        revision: str | None = None,
+    ) -> None:
+        if level not in ("page", "layout"):
+            raise ValueError(f"mmdocir level must be 'page' or 'layout', got {level!r}")
+        if max_pages is not None and max_pages < 1:
+            raise ValueError("mmdocir max_pages must be ≥ 1")
+        self.level, self.max_pages = level, max_pages
+        self.metrics = PAGE_METRICS + (LAYOUT_METRICS if level == "layout" else ())
+        self.data_dir, self.annotations_file, self.pages_file = (
+            data_dir,
+            annotations_file,
+            pages_file,
+        )
+        self.dataset_id, self.revision = dataset_id, revision
+
+    def settings(self) -> dict[str, Any]:
+        """Level and page cap (resolved defaults included)."""
+        return {"level": self.level, "max_pages": self.max_pages} | super().settings()
+
+    def _table(self, split: str, name: str, explicit: str | None) -> Any:
+        if explicit is None and self.data_dir is not None:
+            explicit = str(Path(self.data_dir) / name)
+        if explicit is not None:
+            return load_rows("mmdocir", split, data_files=explicit)
+        return load_rows(
+            "mmdocir", split, dataset_id=self.dataset_id, revision=self.revision, hub_files=name
+        )
+
+    def load(self, split: str | None = None, limit: int | None = None) -> list[DocIRSample]:
+        """Join annotations with page rows; scale layout boxes to pixels."""
+        split = split or self.default_split
+        if split != "test":
+            raise TaskLoadError(f"mmdocir has one evaluation split, 'test' (got {split!r})")
+        notes = self._table(split, ANNOTATIONS, self.annotations_file)
+        pages_meta, media = lazy_media(self._table(split, PAGES, self.pages_file), ["image_binary"])
+        if "image_binary" not in media.column_names:
+            raise TaskLoadError("mmdocir: the pages table has no 'image_binary' column")
+        out: list[DocIRSample] = []
+        for i, note in enumerate(notes):
+            where = row_id("mmdocir annotations", i, note, "doc_name")
+            require(note, ["doc_name", "page_indices", "questions"], where)
+            span = parse_list(note["page_indices"], where, "page_indices")
+            if len(span) != 2 or not 0 <= span[0] <= span[1] < len(pages_meta):
+                raise SampleError(
+                    f"{where}: page_indices {span} outside the {len(pages_meta)} pages"
+                )
+            for end in (span[0], span[1]):
+                if pages_meta[end]["doc_name"] != note["doc_name"]:
+                    raise SampleError(f"{where}: pages row {end} belongs to another document")
+            pages = tuple(RowImage(media, r, "image_binary") for r in range(span[0], span[1] + 1))
+            for k, q in enumerate(note["questions"]):
+                out.append(self._sample(note, k, q, pages, f"{where} question {k}"))
+                if limit is not None and len(out) >= limit:
+                    return out
+        return out
+
+    def _sample(self, note: dict, k: int, q: dict, pages: tuple, where: str) -> DocIRSample:
+        require(q, ["Q", "page_id"], where)
+        gold = [int(p) for p in parse_list(q["page_id"], where, "page_id")]
+        if not gold or any(not 0 <= p < len(pages) for p in gold):
+            raise SampleError(f"{where}: page_id {gold} outside the document's {len(pages)} pages")
+        sizes = {p: image_size(pages[p], f"{where} page {p}") for p in set(gold)}
+        layouts = []
+        for item in q.get("layout_mapping") or []:
+            try:
+                page, (pw, ph) = int(item["page"]), (float(v) for v in item["page_size"])
+                x1, y1, x2, y2 = (float(v) for v in item["bbox"])
+            except (KeyError, TypeError, ValueError):
+                raise SampleError(f"{where}: malformed layout_mapping entry {item!r}") from None
+            if page not in sizes or pw <= 0 or ph <= 0:
+                raise SampleError(f"{where}: layout on page {page} not among gold pages {gold}")
+            if not (x2 > x1 and y2 > y1):
+                raise SampleError(f"{where}: layout bbox {item['bbox']} has no area")
+            w, h = sizes[page]
+            layouts.append((page, Box(x1 * w / pw, y1 * h / ph, x2 * w / pw, y2 * h / ph)))
+        return DocIRSample(
+            doc_id=f"{note['doc_name']}#{k}",
+            question=str(q["Q"]).strip(),
+            answer=str(q.get("A", "")),
+            pages=pages,
+            gold_pages=tuple(dict.fromkeys(gold)),
+            layouts=tuple(layouts),
+            page_sizes=tuple(sorted(sizes.items())),
+            domain=str(note.get("domain") or ""),
+        )
+
+    def n_shown(self, sample: DocIRSample) -> int:
+        """How many leading pages of the document are shown."""
+        return min(len(sample.pages), self.max_pages or len(sample.pages))
+
+    def prompt(self, sample: DocIRSample) -> str:
+        """The question and the page (or region) answer rule."""
+        n = self.n_shown(sample)
+        head = (
+            f"{sample.question}\nThe document's {n} pages are shown in order (page 1 to page {n})."
+        )
+        if self.level == "layout":
+            return head + (
+                " Which regions hold the evidence to answer the question? Reply with one region "
+                "per line, most relevant first, as: page N: [x1, y1, x2, y2]"
+            )
+        return head + (
+            " Which page or pages hold the evidence to answer the question? Reply with the "
+            "page numbers only, most relevant first, separated by commas."
+        )
+
+    def request(self, sample: DocIRSample) -> Request:
+        """Pages shown (decoded) and the retrieval question."""
+        images = tuple(
+            open_image(sample.pages[p], f"mmdocir doc {sample.doc_id} page {p}")
+            for p in range(self.n_shown(sample))
+        )
+        return Request(text=self.prompt(sample), pages=images, max_new_tokens=48)
+
+    def evidence(self, sample: DocIRSample, request: Request) -> PageEvidence | None:
+        """Gold pages among the pages shown (with their layout boxes at layout level)."""
+        shown = [p for p in sample.gold_pages if p < len(request.pages)]
+        if not shown:
+            return None
+        boxes: dict[int, tuple[Box, ...]] = {}
+        if self.level == "layout":
+            for page in shown:
+                found = tuple(b for p, b in sample.layouts if p == page)
+                if found:
+                    boxes[page] = found
+        return PageEvidence(pages=tuple(shown), boxes=boxes)
+
+    def score(self, sample: DocIRSample, generation: Generation, ctx: ScoringContext) -> dict:
+        """Page recall@k (and layout recall@k at layout level)."""
+        n = self.n_shown(sample)
+        regions = [(p, t) for p, t in parse_regions(generation.text) if 0 <= p < n]
+        if self.level == "layout" and regions:
+            predicted = list(dict.fromkeys(p for p, _ in regions))
+        else:
+            predicted = parse_pages(generation.text, n)
+        out = {f"recall@{k}": recall_at(predicted, sample.gold_pages, k) for k in KS}
+        if self.level == "layout" and sample.layouts:
+            sizes = dict(sample.page_sizes)
+            boxes = [(p, ctx.parse_box(t, sizes[p]) if p in sizes else None) for p, t in regions]
+            for k in KS:
+                hits = sum(
+                    any(p == gp and b is not None and b.iou(gb) >= 0.5 for p, b in boxes[:k])
+                    for gp, gb in sample.layouts
+                )
+                out[f"layout_recall@{k}"] = hits / len(sample.layouts)
+        return out
+
+    def sample_log(self, sample: DocIRSample) -> dict[str, Any]:
+        """Gold pages (0-based) and the answer."""
+        return {"target": list(sample.gold_pages), "answer": sample.answer}

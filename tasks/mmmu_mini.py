@@ -1,0 +1,47 @@
+"""mmmu_mini — MMMU-style multiple choice on toy shape scenes (embedded toy model).
+
+Samples: ``harness.toy.scenes.generate_samples("mmmu", split, n, seed)``, split ``validation``
+or ``test``. Same sample type, parsing (seeded fallback) and metrics as :mod:`tasks.mmmu`; the
+request text is the toy question verbatim (it already lists "A. …" options and the answer
+rule). Answers: one letter.
+"""
+
+from __future__ import annotations
+
+from harness.registry import task
+from tasks._mini import MiniMixin
+from tasks.mmmu import MMMU, MMMUSample
+
+__all__ = ["MMMUMini"]
+
+
+@task("mmmu_mini")
+class MMMUMini(MiniMixin, MMMU):
+    """MMMU on toy scenes.
+
+    Args:
+        n: Samples per split.
+        seed: Toy dataset seed.
+    """
+
+    kind = "mmmu"
+
+    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
+        super().__init__()
+        self._init_mini(n, seed)
+
+    def load(self, split: str | None = None, limit: int | None = None) -> list[MMMUSample]:
+        """Toy samples as :class:`~tasks.mmmu.MMMUSample` (multiple-choice)."""
+        return [
+            MMMUSample(
+                doc_id=s.doc_id,
+                question=s.question,
+                options=tuple(s.options),
+                answer=s.answer,
+                golds=(s.answer,),
+                question_type="multiple-choice",
+                images=tuple(s.images),
+                subfield=s.task_type,
+            )
+            for s in self.mini_samples(split, limit)
+        ]

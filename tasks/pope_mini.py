@@ -1,0 +1,44 @@
+"""pope_mini — POPE-style yes/no object probing on toy shape scenes (embedded toy model).
+
+Samples: ``harness.toy.scenes.generate_samples("pope", split, n, seed)`` with split
+``validation`` or ``test`` (held out from the toy model's training). Same sample type, metrics
+and answer normalisation as :mod:`tasks.pope`; the request text is the toy question verbatim.
+Answers: "yes" / "no".
+"""
+
+from __future__ import annotations
+
+from harness.registry import task
+from tasks._mini import MiniMixin
+from tasks.pope import Pope, PopeSample
+
+__all__ = ["PopeMini"]
+
+
+@task("pope_mini")
+class PopeMini(MiniMixin, Pope):
+    """POPE on toy scenes.
+
+    Args:
+        n: Samples per split.
+        seed: Toy dataset seed.
+    """
+
+    kind = "pope"
+
+    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
+        super().__init__()
+        self._init_mini(n, seed)
+
+    def load(self, split: str | None = None, limit: int | None = None) -> list[PopeSample]:
+        """Toy samples as :class:`~tasks.pope.PopeSample`."""
+        return [
+            PopeSample(
+                doc_id=s.doc_id,
+                question=s.question,
+                answer=s.answer,
+                image=s.images[0],
+                category=s.category,
+            )
+            for s in self.mini_samples(split, limit)
+        ]

@@ -1,0 +1,205 @@
+"""RefCOCOg — referring expression comprehension (REC): box the object a sentence describes.
+
+- Dataset: ``lmms-lab/RefCOCOg`` (renamed ``lmms-lab-encoder/RefCOCOg`` in July 2026; both ids
+  are tried), splits ``val`` (7,573 rows) and ``test`` (~5k). Local copies: ``data_files`` /
+  ``data_dir`` (parquet, JSON, JSONL); relative image paths resolve on ``image_root``.
+- Fields: ``question_id``, ``image``, ``question``, ``answer`` (list of referring expressions),
+  ``segmentation`` (flat polygon), ``bbox`` (**[x, y, w, h] absolute pixels**), ``iscrowd``,
+  ``file_name``. One sample per expression (``doc_id`` ``"{question_id}#{k}"``).
+- Licence: RefCOCOg annotations Apache-2.0 (Google refexp); images MSCOCO (Flickr terms).
+- Paper: Mao et al., "Generation and Comprehension of Unambiguous Object Descriptions",
+  CVPR 2016 (umd split: Nagaraja et al., ECCV 2016).
+- Normalisation (once, in :meth:`RefCOCOg.load`): ``bbox`` → :class:`~harness.payloads.Box`
+  xyxy pixels via ``Box.from_xywh``; a box with non-positive width or height is a malformed row.
+- Prompt: "Please provide the bounding box coordinate of the region this sentence describes:
+  {expression}." — the coordinate convention of the answer belongs to the model adapter
+  (``ScoringContext.parse_box``); the task owns the IoU.
+- Metrics: ``acc@0.5`` (IoU ≥ 0.5, the headline), ``miou``, ``acc@0.3``, ``acc@0.7``,
+  ``center_acc`` (predicted centre inside the gold box), ``parse_rate``. A predicted box is
+  clipped to the image first; an unparseable answer or one wholly outside the image scores 0.
+- Evidence: the gold box (clipped to the image) on image 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
+from harness.registry import task
+from harness.task_api import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
+from tasks._common import (
+    DataFiles,
+    RowImage,
+    image_size,
+    lazy_media,
+    load_rows,
+    open_image,
+    parse_list,
+    require,
+    resolve_path,
+    row_id,
+)
+
+__all__ = ["RefSample", "RefCOCOg", "PROMPT", "iou_scores", "THRESHOLDS"]
+
+PROMPT = "Please provide the bounding box coordinate of the region this sentence describes: {}."
+THRESHOLDS = (0.3, 0.5, 0.7)
+
+
+@dataclass(frozen=True, slots=True)
+class RefSample:
+    """One referring expression and its box.
+
+    Attributes:
+        doc_id: ``"{question_id}#{k}"`` (k-th expression of the row).
+        expression: The referring expression.
+        box: Gold box, xyxy absolute pixels of the original image.
+        image: Image source (PIL image, :class:`~tasks._common.RowImage`, bytes or path).
+        file_name: COCO file name, for logs.
+    """
+
+    doc_id: str
+    expression: str
+    box: Box
+    image: Any
+    file_name: str = ""
+
+
+def parse_bbox_xywh(value: Any, where: str) -> Box:
+    """``[x, y, w, h]`` (list or its string repr) → xyxy :class:`Box`; SampleError if malformed."""
+    vals = parse_list(value, where, "bbox")
+    if len(vals) != 4:
+        raise SampleError(f"{where}: bbox needs 4 numbers [x, y, w, h], got {vals!r}")
+    try:
+        x, y, w, h = (float(v) for v in vals)
+    except (TypeError, ValueError):
+        raise SampleError(f"{where}: bbox {vals!r} is not numeric") from None
+    # Compare the corners, not w/h: a tiny width can vanish in x + w.
+    if not (w > 0 and h > 0 and x + w > x and y + h > y):
+        raise SampleError(f"{where}: bbox {vals!r} has a non-positive width or height")
+    return Box.from_xywh(x, y, w, h)
+
+
+def iou_scores(pred: Box | None, gold: Box, size: tuple[int, int]) -> dict[str, float]:
+    """REC per-sample scores of a predicted box (None = unparseable) against the gold box."""
+    clipped = pred.clip(*size) if pred is not None else None
+    iou = clipped.iou(gold) if clipped is not None else 0.0
+    if clipped is not None:
+        cx, cy = (clipped.x1 + clipped.x2) / 2, (clipped.y1 + clipped.y2) / 2
+        centre = gold.x1 <= cx <= gold.x2 and gold.y1 <= cy <= gold.y2
+    else:
+        centre = False
+    out = {f"acc@{t}": float(iou >= t) for t in THRESHOLDS}
+    out |= {"miou": iou, "center_acc": float(centre), "parse_rate": float(pred is not None)}
+    return out
+
+
+@task("refcocog")
+class RefCOCOg(Task):
+    """RefCOCOg referring expression comprehension.
+
+    Args:
+        dataset_id: HF dataset id (old or renamed).
+        data_files: Local parquet/JSON(L) file(s), or ``{split: files}``.
+        data_dir: Local folder of such files.
+        image_root: Folder that relative image paths are resolved against.
+        revision: Hub revision.
+    """
+
+    metrics: ClassVar[tuple[MetricDef, ...]] = (
+        MetricDef("acc@0.5", True, "share of predicted boxes with IoU ≥ 0.5"),
+        MetricDef("miou", True, "mean IoU (0 for unparseable answers)"),
+        MetricDef("acc@0.3", True, "share with IoU ≥ 0.3"),
+        MetricDef("acc@0.7", True, "share with IoU ≥ 0.7"),
+        MetricDef("center_acc", True, "share whose centre lies in the gold box"),
+        MetricDef("parse_rate", True, "share of answers holding a box"),
+    )
+    default_split: ClassVar[str] = "val"
+    grounded: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        dataset_id: str = "lmms-lab-encoder/RefCOCOg",
+        data_files: DataFiles | None = None,
+        data_dir: str | None = None,
+        image_root: str | None = None,
+        revision: str | None = None,
+    ) -> None:
+        self.dataset_id = dataset_id
+        self.data_files = data_files
+        self.data_dir = data_dir
+        self.image_root = image_root
+        self.revision = revision
+
+    def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
+        """Load rows and expand them to one sample per expression."""
+        split = split or self.default_split
+        rows = load_rows(
+            "refcocog",
+            split,
+            dataset_id=self.dataset_id,
+            revision=self.revision,
+            data_files=self.data_files,
+            data_dir=self.data_dir,
+        )
+        if "image" not in rows.column_names:
+            raise TaskLoadError(f"refcocog: the data has no 'image' column ({rows.column_names})")
+        meta, media = lazy_media(rows, ["image"])
+        out: list[RefSample] = []
+        for i, row in enumerate(meta):
+            where = row_id("refcocog", i, row, "question_id")
+            require(row, ["question_id", "answer", "bbox"], where)
+            box = parse_bbox_xywh(row["bbox"], where)
+            answer = row["answer"]
+            exprs = [answer] if isinstance(answer, str) and not answer.startswith("[") else None
+            exprs = exprs or parse_list(answer, where, "answer")
+            if not exprs or not all(isinstance(e, str) and e.strip() for e in exprs):
+                raise SampleError(f"{where}: answer {answer!r} holds no referring expression")
+            for k, expr in enumerate(exprs):
+                out.append(
+                    RefSample(
+                        doc_id=f"{row['question_id']}#{k}",
+                        expression=expr.strip().rstrip("."),
+                        box=box,
+                        image=RowImage(media, i, "image"),
+                        file_name=str(row.get("file_name") or ""),
+                    )
+                )
+                if limit is not None and len(out) >= limit:
+                    return out
+        return out
+
+    def _image_source(self, sample: RefSample) -> Any:
+        src = sample.image.raw() if isinstance(sample.image, RowImage) else sample.image
+        return resolve_path(src, self.image_root)
+
+    def prompt(self, sample: RefSample) -> str:
+        """The REC instruction for one expression."""
+        return PROMPT.format(sample.expression)
+
+    def request(self, sample: RefSample) -> Request:
+        """The image and the REC instruction."""
+        image = open_image(self._image_source(sample), f"refcocog doc {sample.doc_id}")
+        return Request(text=self.prompt(sample), images=(image,), max_new_tokens=32)
+
+    def evidence(self, sample: RefSample, request: Request) -> BoxEvidence:
+        """The gold box on the image, clipped to it."""
+        width, height = request.images[0].size
+        clipped = sample.box.clip(width, height)
+        if clipped is None:
+            raise EvidenceError(
+                f"refcocog doc {sample.doc_id}: box {sample.box.as_tuple()} lies outside the "
+                f"{width}×{height} image"
+            )
+        return BoxEvidence(box=clipped, image_index=0)
+
+    def score(self, sample: RefSample, generation: Generation, ctx: ScoringContext) -> dict:
+        """IoU-based scores; the box is parsed in the model family's convention."""
+        size = image_size(self._image_source(sample), f"refcocog doc {sample.doc_id}")
+        return iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
+
+    def sample_log(self, sample: RefSample) -> dict[str, Any]:
+        """Gold box (xyxy pixels) and the expression."""
+        return {"target": list(sample.box.as_tuple()), "expression": sample.expression}

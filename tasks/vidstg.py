@@ -1,0 +1,267 @@
+"""VidSTG: spatio-temporal grounding of a sentence in a video (declarative or interrogative).
+
+- Data: annotations from the VidSTG repository (``{train,val,test}_annotations.json``, a JSON
+  list of entries), videos and boxes from VidOR (per-video annotation JSONs under
+  ``annotation/{training,validation}/<dir>/<vid>.json`` holding ``video_path`` and
+  ``trajectories``). VidSTG train/val come from VidOR training, test from VidOR validation.
+  No Hugging Face copy exists; point ``annotation_dir``, ``vidor_annotation_dir`` and
+  ``video_root`` at local folders. Entries that carry ``trajectories`` themselves need no VidOR
+  annotation file.
+- Splits: train, val (602 videos, 8,956 sentences; the default), test.
+- Licence: VidOR videos come from YFCC100M (Creative Commons); annotations are for research use
+  (see the VidOR and VidSTG terms).
+- Paper: Zhang et al., "Where Does It Exist: Spatio-Temporal Video Grounding for Multi-Form
+  Sentences", CVPR 2020.
+
+Conventions are normalised once, in :func:`tasks._vidstg_data.normalise_entry` (exclusive
+frame ends, tubes as per-frame boxes, VidOR boxes as xyxy pixel boxes); one sample per sentence.
+
+Request: ``num_frames`` frames sampled uniformly over ``used_segment``; the model answers
+``"<start>-<end> [x1, y1, x2, y2]"`` with 0-based positions among the shown frames (end
+inclusive) and one box in the family's coordinate convention (parsed by the adapter).
+
+Metrics (:func:`tasks._vidstg_data.tube_scores`), over the shown frames only: with ``P`` the
+shown positions the model names and ``G`` those whose source frame lies in ``temporal_gt``,
+``tIoU = |P∩G| / |P∪G|`` and ``vIoU = Σ_{p∈P∩G} IoU(box, gt_p) / |P∪G|``. m_tIoU and m_vIoU
+average them; vIoU@R is the fraction with ``vIoU > R`` (R = 0.3, 0.5). A sentence whose
+``temporal_gt`` contains no shown frame cannot be scored at this frame budget: it is left out
+(``n`` says how many entered) and the ``evaluable`` metric reports the fraction kept. Each metric
+is also reported per sentence type (suffix ``_declarative`` / ``_interrogative``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.media_video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
+from harness.payloads import EvidenceError, Generation, Request, TubeEvidence, Video
+from harness.registry import task
+from harness.task_api import (
+    MetricDef,
+    MetricValue,
+    SampleError,
+    ScoringContext,
+    Task,
+    TaskLoadError,
+    mean_stderr,
+)
+from tasks._common import require
+from tasks._vidstg_data import (
+    SENTENCE_TYPES,
+    VidSTGSample,
+    normalise_entry,
+    parse_span,
+    tube_scores,
+)
+
+__all__ = ["VidSTG", "VidSTGSample"]
+
+
+def _metric_defs() -> tuple[MetricDef, ...]:
+    out = []
+    for suffix in ("", *(f"_{t}" for t in SENTENCE_TYPES)):
+        who = f" ({suffix[1:]} sentences)" if suffix else ""
+        out += [
+            MetricDef(f"m_tIoU{suffix}", True, f"mean temporal IoU over shown frames{who}"),
+            MetricDef(f"m_vIoU{suffix}", True, f"mean spatio-temporal IoU{who}"),
+            MetricDef(f"vIoU@0.3{suffix}", True, f"fraction with vIoU > 0.3{who}"),
+            MetricDef(f"vIoU@0.5{suffix}", True, f"fraction with vIoU > 0.5{who}"),
+        ]
+    out.append(MetricDef("evaluable", True, "fraction of sentences with a shown frame in the span"))
+    return tuple(out)
+
+
+@task("vidstg")
+class VidSTG(Task):
+    """VidSTG spatio-temporal grounding (see the module docstring).
+
+    Args:
+        num_frames: Frames sampled uniformly over each sentence's ``used_segment``.
+        annotation_dir: Folder with ``{split}_annotations.json``.
+        annotation_file: One annotation JSON (overrides ``annotation_dir``).
+        vidor_annotation_dir: VidOR annotation root (searched recursively for ``<vid>.json``).
+        video_root: VidOR video root (``video_path`` of the VidOR annotation, else
+            ``<vid>.mp4`` anywhere below).
+        sentence_type: "declarative", "interrogative" or "all".
+    """
+
+    metrics = _metric_defs()
+    default_split = "val"
+    grounded = True
+
+    def __init__(
+        self,
+        *,
+        num_frames: int = 16,
+        annotation_dir: str | None = None,
+        annotation_file: str | None = None,
+        vidor_annotation_dir: str | None = None,
+        video_root: str | None = None,
+        sentence_type: Literal["declarative", "interrogative", "all"] = "all",
+    ) -> None:
+        if num_frames < 1:
+            raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
+        if sentence_type not in (*SENTENCE_TYPES, "all"):
+            raise ValueError(
+                f"sentence_type must be declarative, interrogative or all, not {sentence_type!r}"
+            )
+        self.num_frames = num_frames
+        self.annotation_dir = annotation_dir
+        self.annotation_file = annotation_file
+        self.vidor_annotation_dir = vidor_annotation_dir
+        self.sentence_type = sentence_type
+        self._videos = VideoFinder(video_root, "VidSTG video")
+        self._shown: dict[str, tuple[int, ...]] = {}
+
+    # -- data -----------------------------------------------------------------------------
+    def load(self, split: str | None = None, limit: int | None = None) -> list[VidSTGSample]:
+        """Samples of ``split`` (one per sentence), stopping once ``limit`` are collected."""
+        split = split or self.default_split
+        path = self._annotation_path(split)
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise TaskLoadError(f"task 'vidstg': cannot read {str(path)!r}: {exc}") from exc
+        if isinstance(entries, dict):
+            entries = list(entries.values())
+        vidor_files = _json_index(self.vidor_annotation_dir)
+        samples: list[VidSTGSample] = []
+        for i, entry in enumerate(entries):
+            where = f"vidstg {path.name} entry {i} (vid={entry.get('vid')!r})"
+            trajectories, video_name = self._vidor(entry, vidor_files, where)
+            for s in normalise_entry({**entry, "video_path": video_name}, trajectories, where, i):
+                if self.sentence_type in ("all", s.sentence_type):
+                    samples.append(s)
+            if limit is not None and len(samples) >= limit:
+                return samples[:limit]
+        return samples
+
+    def _annotation_path(self, split: str) -> Path:
+        if self.annotation_file:
+            return Path(self.annotation_file)
+        if not self.annotation_dir:
+            raise TaskLoadError(
+                "task 'vidstg': VidSTG is not on the hub; pass annotation_dir (with "
+                "{split}_annotations.json) or annotation_file, plus vidor_annotation_dir and "
+                "video_root"
+            )
+        return Path(self.annotation_dir) / f"{split}_annotations.json"
+
+    def _vidor(self, entry: Mapping[str, Any], files: dict[str, Path], where: str):
+        if "trajectories" in entry:
+            return entry["trajectories"], entry.get("video_path")
+        vid = str(entry.get("vid"))
+        if vid not in files:
+            raise SampleError(
+                f"{where}: VidOR annotation file {vid + '.json'!r} not found under "
+                f"{self.vidor_annotation_dir!r}"
+            )
+        vidor = json.loads(files[vid].read_text(encoding="utf-8"))
+        require(vidor, ("trajectories",), f"{where} VidOR file {files[vid]}")
+        return vidor["trajectories"], vidor.get("video_path")
+
+    def shown_frames(self, sample: VidSTGSample) -> tuple[int, ...]:
+        """Source indices of the frames shown for ``sample`` (deterministic, no decoding)."""
+        if sample.frames:
+            return tuple(range(len(sample.frames)))
+        return uniform_indices(*sample.segment, self.num_frames)
+
+    def prompt(self, sample: VidSTGSample, n: int) -> str:
+        """The instruction for ``n`` shown frames."""
+        if sample.sentence_type == "declarative":
+            what = f'Find the subject of this sentence while it happens: "{sample.sentence}"'
+        else:
+            what = f'Find the object this question asks about: "{sample.sentence}"'
+        return (
+            f"The video is shown as {n} frames numbered 0 to {n - 1}. {what}\n"
+            'Answer as "<start>-<end> [x1, y1, x2, y2]": the first and last frame numbers in '
+            "which it appears, then its bounding box."
+        )
+
+    def request(self, sample: VidSTGSample) -> Request:
+        """Frames of ``used_segment`` plus the grounding instruction."""
+        expected = self.shown_frames(sample)
+        if sample.frames:
+            video = Video(tuple(sample.frames), expected)
+        else:
+            path = self._videos.find(sample.video_name)
+            video = sample_frames(
+                path, self.num_frames, start=sample.segment[0], end=sample.segment[1]
+            )
+            if video.frame_indices != expected:
+                raise SampleError(f"video {str(path)!r} is shorter than its annotated segment")
+        self._shown[sample.doc_id] = video.frame_indices
+        return Request(text=self.prompt(sample, len(expected)), video=video, max_new_tokens=48)
+
+    def evidence(self, sample: VidSTGSample, request: Request) -> TubeEvidence:
+        """The gt tube on the shown frames' positions (EvidenceError when none is in the span)."""
+        shown = request.video.frame_indices if request.video else ()
+        boxes = {}
+        for p in frame_positions_in_span(shown, *sample.span):
+            clipped = sample.tube[shown[p]].clip(sample.width, sample.height)
+            if clipped is not None:
+                boxes[p] = clipped
+        try:
+            return TubeEvidence(boxes)
+        except EvidenceError as exc:
+            raise EvidenceError(f"vidstg {sample.doc_id}: {exc} {sample.span}") from None
+
+    # -- scoring ----------------------------------------------------------------------------
+    def score(self, sample: VidSTGSample, generation: Generation, ctx: ScoringContext) -> dict:
+        """Temporal and spatio-temporal IoU (None when the span holds no shown frame)."""
+        shown = self.shown_frames(sample)
+        positions = parse_span(generation.text)
+        box = ctx.parse_box(generation.text, (sample.width, sample.height))
+        result = tube_scores(shown, sample.span, sample.tube, positions, box)
+        return {
+            "sentence_type": sample.sentence_type,
+            "evaluable": result is not None,
+            "tIoU": None if result is None else result[0],
+            "vIoU": None if result is None else result[1],
+            "pred_positions": list(positions) if positions else None,
+            "pred_box": list(box.as_tuple()) if box else None,
+        }
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
+        """Means over evaluable rows, overall and per sentence type."""
+        out = []
+        for suffix, keep in (("", None), *((f"_{t}", t) for t in SENTENCE_TYPES)):
+            sel = [r for r in rows if r["evaluable"] and keep in (None, r["sentence_type"])]
+            columns: dict[str, Callable[[dict], float]] = {
+                "m_tIoU": lambda r: r["tIoU"],
+                "m_vIoU": lambda r: r["vIoU"],
+                "vIoU@0.3": lambda r: float(r["vIoU"] > 0.3),
+                "vIoU@0.5": lambda r: float(r["vIoU"] > 0.5),
+            }
+            for name, get in columns.items():
+                mean, err = mean_stderr([get(r) for r in sel])
+                out.append(MetricValue(name + suffix, mean, err, len(sel)))
+        mean, err = mean_stderr([float(r["evaluable"]) for r in rows])
+        out.append(MetricValue("evaluable", mean, err, len(rows)))
+        return out
+
+    def sample_log(self, sample: VidSTGSample) -> dict[str, Any]:
+        """Target span/category and the source indices of the frames shown."""
+        return {
+            "target": {"span": list(sample.span), "category": sample.target_category},
+            "sentence_type": sample.sentence_type,
+            "frame_indices": list(self._shown.pop(sample.doc_id, self.shown_frames(sample))),
+        }
+
+    def settings(self) -> dict[str, Any]:
+        """Resolved settings that change the numbers."""
+        return {
+            **super().settings(),
+            "num_frames": self.num_frames,
+            "sentence_type": self.sentence_type,
+            "frame_sampling": "uniform segment centres over used_segment",
+        }
+
+
+def _json_index(root: str | None) -> dict[str, Path]:
+    if not root:
+        return {}
+    return {p.stem: p for p in sorted(Path(root).rglob("*.json"))}
