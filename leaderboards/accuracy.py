@@ -31,7 +31,14 @@ from leaderboards.merge import (
     split_settings,
 )
 
-__all__ = ["Cell", "collect_cells", "is_baseline", "accuracy_table", "accuracy_summary_table"]
+__all__ = [
+    "Cell",
+    "collect_cells",
+    "is_baseline",
+    "primary_metric",
+    "accuracy_table",
+    "accuracy_summary_table",
+]
 
 _CI_SUFFIXES = ("_ci_low", "_ci_high")
 
@@ -116,6 +123,12 @@ def _metric_names(cell: Cell, all_metrics: bool) -> list[str]:
     names = defs or [m.name for m in cell.entry.metrics]
     names = [n for n in names if not n.endswith(_CI_SUFFIXES)]
     return names if all_metrics else names[:1]
+
+
+def primary_metric(cell: Cell) -> str | None:
+    """The task's first declared metric (CI companions excluded), or None if it has none."""
+    names = _metric_names(cell, False)
+    return names[0] if names else None
 
 
 def _value(entry: Any, name: str) -> Any:

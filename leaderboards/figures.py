@@ -47,6 +47,13 @@ def _figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (6.0, 4.0)
     return fig, axes
 
 
+def _integer_ticks(*axes: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in axes:
+        axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", str(text)).strip("_") or "x"
 
@@ -72,6 +79,7 @@ def _ram_heatmaps(sources: Sources, out: Path, written: list[Path]) -> None:
             fig, axes = _figure(size=(6.0, 4.5))
             ax = axes[0][0]
             image = ax.imshow(f.ranking.matrix(task), aspect="auto", cmap="viridis")
+            _integer_ticks(ax.xaxis, ax.yaxis)
             ax.set_xlabel("head")
             ax.set_ylabel("layer")
             ax.set_title(f"RAM — {f.model} — {task}", fontsize=9)
@@ -81,15 +89,14 @@ def _ram_heatmaps(sources: Sources, out: Path, written: list[Path]) -> None:
 
 
 def _ablation_curves(sources: Sources, out: Path, written: list[Path]) -> None:
-    from leaderboards.accuracy import collect_cells, is_baseline
+    from leaderboards.accuracy import collect_cells, is_baseline, primary_metric
 
     cells = collect_cells(sources.runs)
     differing, _ = split_settings(c.run.config for c in cells)
     groups: dict[tuple, dict[str, Any]] = {}
     for c in cells:
         g = groups.setdefault(c.group, {"cell": c, "lines": {}, "base": None})
-        defs = c.run.results.metric_defs.get(c.entry.task) or []
-        metric = defs[0].name if defs else c.entry.metrics[0].name
+        metric = primary_metric(c)
         try:
             value = c.entry.metric(metric).value
         except KeyError:
@@ -150,7 +157,8 @@ def _speedup_curves(sources: Sources, out: Path, written: list[Path]) -> None:
         for (keep, window), pts in sorted(lines.items()):
             xs, ys, bounds = zip(*sorted(pts))
             (line,) = ax.plot(xs, ys, marker="o", label=f"keep={keep}, W={window}")
-            ax.plot(xs, bounds, linestyle="--", color=line.get_color(), label="FLOP bound")
+            bound_label = f"FLOP bound, keep={keep}, W={window}"
+            ax.plot(xs, bounds, linestyle="--", color=line.get_color(), label=bound_label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("prefill speedup ×")
@@ -173,6 +181,7 @@ def _diagnostic_curves(sources: Sources, out: Path, written: list[Path]) -> None
                 if pts:
                     xs, ys = zip(*pts)
                     ax.plot(xs, ys, marker="o", label=module)
+            _integer_ticks(ax.xaxis)
             ax.set_xlabel("layer")
             ax.set_ylabel(metric)
             ax.legend(fontsize=7)

@@ -274,7 +274,7 @@ def to_latex(table: Table) -> str:
     lines += [" & ".join(latex_escape(x) for x in r) + r" \\" for r in _cells(table)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     if table.notes:
-        notes = "; ".join(latex_escape(n) for n in table.notes)
+        notes = " ".join(latex_escape(n) for n in table.notes)
         lines.append(r"\par\smallskip{\footnotesize " + notes + "}")
     lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"

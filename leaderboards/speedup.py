@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from leaderboards.accuracy import Cell, collect_cells, is_baseline
+from leaderboards.accuracy import Cell, collect_cells, is_baseline, primary_metric
 from leaderboards.formatting import Column, Table
 from leaderboards.merge import (
     MergeError,
@@ -150,8 +150,7 @@ def _retention(
             continue
         if "sinks" in row and args["sinks"] is not None and not _close(args["sinks"], row["sinks"]):
             continue
-        defs = c.run.results.metric_defs.get(c.entry.task) or []
-        name = defs[0].name if defs else c.entry.metrics[0].name
+        name = primary_metric(c)
         try:
             value, ref = c.entry.metric(name).value, base[c.group].entry.metric(name).value
         except KeyError:

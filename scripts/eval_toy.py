@@ -101,6 +101,36 @@ def accuracy(model, processor, data, batch=64):
     return acc
 
 
+@torch.no_grad()
+def forced_accuracy(model, processor, data, batch=64):
+    """Teacher-forced exact match per kind: every answer token and </s> is the argmax.
+
+    Equals greedy exact match (greedy decoding reproduces the answer iff each step's argmax
+    is the next answer token); used for the ablation sweeps because it needs one forward.
+    """
+    processor.tokenizer.padding_side = "right"
+    acc = {}
+    for kind, samples in data.items():
+        hits = 0
+        for i in range(0, len(samples), batch):
+            chunk = samples[i : i + batch]
+            enc = processor(
+                images=[im for s in chunk for im in s.images],
+                text=[prompt_of(processor, s) + " " + s.answer + " </s>" for s in chunk],
+                padding=True,
+                return_tensors="pt",
+            )
+            pred = model(**enc).logits[:, :-1].argmax(-1)
+            ids, mask = enc["input_ids"][:, 1:], enc["attention_mask"][:, 1:]
+            for j, s in enumerate(chunk):
+                n = len(processor.tokenizer(s.answer, add_special_tokens=False)["input_ids"]) + 1
+                end = int(mask[j].sum())
+                hits += bool((pred[j, end - n : end] == ids[j, end - n : end]).all())
+        acc[kind] = hits / len(samples)
+    processor.tokenizer.padding_side = "left"
+    return acc
+
+
 def evidence_positions(sample, input_ids, image_token_id):
     """Token positions of Ω(V*): object cells, or the whole evidence page for documents."""
     starts = (input_ids == image_token_id).nonzero().flatten().tolist()[:: GRID * GRID]
@@ -189,6 +219,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--generate-sweep", action="store_true", help="greedy decoding in sweeps")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, processor = load(args.model)
@@ -205,17 +236,23 @@ def main(argv=None):
     k = max(1, round(args.frac * n_layers * n_heads))
     print("RAM top heads", [(f"L{la}H{h}", round(mat[la, h].item(), 3)) for la, h in order[:8]])
     res = {"base": base, "k": k, "ram": mat.tolist(), "top": order[:k], "bottom": order[-k:]}
+    forced = forced_accuracy(model, processor, data)
+    print("teacher-forced accuracy", json.dumps(forced), f"mean {mean(forced):.4f}")
+    sweep = accuracy if args.generate_sweep else forced_accuracy
+    res["sweep_metric"] = "greedy" if args.generate_sweep else "teacher-forced exact match"
+    res["base_sweep"] = base if args.generate_sweep else forced
     for name, heads in (("top", order[:k]), ("bottom", order[-k:])):
         with zero_heads(model, heads):
-            res[f"acc_{name}"] = accuracy(model, processor, data)
+            res[f"acc_{name}"] = sweep(model, processor, data)
     rng = random.Random(args.seed)
     res["acc_random"] = []
     for _ in range(args.draws):
         heads = rng.sample(order, k)
         with zero_heads(model, heads):
-            res["acc_random"].append(accuracy(model, processor, data))
-    drop = {n: mean(base) - mean(res[f"acc_{n}"]) for n in ("top", "bottom")}
-    drop["random"] = sum(mean(base) - mean(a) for a in res["acc_random"]) / args.draws
+            res["acc_random"].append(sweep(model, processor, data))
+    ref = mean(res["base_sweep"])
+    drop = {n: ref - mean(res[f"acc_{n}"]) for n in ("top", "bottom")}
+    drop["random"] = sum(ref - mean(a) for a in res["acc_random"]) / args.draws
     res["drop"] = drop
     res["ratio_top_random"] = drop["top"] / drop["random"] if drop["random"] > 0 else float("inf")
     print(

@@ -178,6 +178,7 @@ def main(argv=None):
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--ckpt-every", type=int, default=250)
     ap.add_argument("--max-minutes", type=float, default=1e9)
+    ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -197,6 +198,10 @@ def main(argv=None):
         step = state["step"]
         torch.set_rng_state(state["rng"])
         print(f"resumed at step {step}", flush=True)
+    if args.export_only:
+        model.save_pretrained(args.out), processor.save_pretrained(args.out)
+        print(f"exported step {step} to {args.out}")
+        return
     feats = {}
     model.model.multi_modal_projector.register_forward_hook(
         lambda m, i, o: feats.__setitem__("proj", o)

@@ -139,7 +139,9 @@ def test_parse_box_normalized(adapter):
     assert box is not None and box.as_tuple() == (50.0, 10.0, 150.0, 90.0)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     w=st.integers(24, 420),
     h=st.integers(24, 420),

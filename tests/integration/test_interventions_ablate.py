@@ -181,8 +181,8 @@ def test_failing_forward_leaves_model_clean(ranked):
     before = logits(adapter.model, inp)
     layer = adapter.model.model.language_model.layers[1]
     with pytest.raises(RuntimeError, match="boom"):
-        with Ablate(select="top", k=3, ranking=path).attach(adapter):
-            with Hybrid(keep=1, window=2, ranking=path).attach(adapter) as _:
+        with Ablate(select="top", k=1, ranking=path).attach(adapter):
+            with Hybrid(keep=2, window=2, ranking=path).attach(adapter):
                 handle = layer.register_forward_hook(boom)
                 try:
                     logits(adapter.model, inp)
