@@ -128,7 +128,8 @@ def _decode(
                 i += 1
             if i == len(wanted):
                 break
-            if seek_gap is not None and wanted[i] - idx > seek_gap:
+            # Never seek twice for one target: the seek may land before it (on a keyframe).
+            if seek_gap is not None and wanted[i] != seek_to and wanted[i] - idx > seek_gap:
                 restart = wanted[i]
                 break
         else:

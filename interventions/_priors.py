@@ -34,6 +34,7 @@ __all__ = [
     "visual_token_ids",
     "check_support",
     "vision_attention_module",
+    "vision_tower_module",
     "complexity_scores",
     "vision_scores",
     "patch_scores",
@@ -44,8 +45,6 @@ PIXEL_PRIOR_FAMILIES = {
     "complexity": ("llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl"),
     "vision": ("llava",),
 }
-_QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
-_PIXELS = {"image": "pixel_values", "video": "pixel_values_videos"}
 
 
 def visual_token_ids(model: Any) -> dict[str, int]:
@@ -120,23 +119,36 @@ def patch_scores(grey: torch.Tensor) -> torch.Tensor:
     return grad + grey.var(dim=(1, 2), unbiased=False)
 
 
-def complexity_scores(model: Any, kind: str, kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """(n_tokens,) complexity scores of the batch's ``kind`` tokens, or None without pixels."""
-    pixels = kwargs.get(_PIXELS[kind])
-    if pixels is None:
-        return None
+def vision_tower_module(model: Any) -> Any:
+    """The vision encoder module (``vision_tower`` for LLaVA, ``visual`` for Qwen)."""
+    inner = getattr(model, "model", model)
+    for name in ("vision_tower", "visual"):
+        module = getattr(inner, name, None)
+        if module is not None:
+            return module
+    raise InterventionError(f"sap: cannot find the vision encoder of {type(model).__name__}")
+
+
+def complexity_scores(model: Any, pixels: torch.Tensor) -> torch.Tensor:
+    """(n_tokens,) complexity scores, in feature order, of one vision-encoder call's pixels.
+
+    Args:
+        model: The HF model (its ``model_type`` picks the pixel layout).
+        pixels: LLaVA: (N, 3, H, W) images. Qwen: (rows, C·T·p·p) flattened patches, every
+            ``merge²`` consecutive rows forming one merged token (images or videos).
+    """
     family = model.config.model_type
     vcfg = model.config.vision_config
     if family == "llava":
-        if kind != "image" or pixels.dim() != 4:
+        if pixels.dim() != 4:
             raise InterventionError("sap: llava complexity prior needs (N, 3, H, W) images")
         p = vcfg.patch_size
         n, _, h, w = pixels.shape
         grey = pixels.float().mean(dim=1)[:, : h // p * p, : w // p * p]
-        cells = grey.view(n, h // p, p, w // p, p).permute(0, 1, 3, 2, 4).reshape(-1, p, p)
+        cells = grey.reshape(n, h // p, p, w // p, p).permute(0, 1, 3, 2, 4).reshape(-1, p, p)
         return patch_scores(cells)
     m, p, t = vcfg.spatial_merge_size, vcfg.patch_size, vcfg.temporal_patch_size
-    rows = pixels.float().view(-1, m, m, pixels.shape[-1] // (t * p * p), t, p, p)
+    rows = pixels.float().reshape(-1, m, m, pixels.shape[-1] // (t * p * p), t, p, p)
     grey = rows.mean(dim=(3, 4))  # [token, m, m, p, p]
     cells = grey.permute(0, 1, 3, 2, 4).reshape(-1, m * p, m * p)
     return patch_scores(cells)

@@ -97,7 +97,7 @@ class SAP(Intervention):
         """
         import torch
 
-        from harness.dispatch import Plan, decoder_layers
+        from harness.dispatch import Plan, decoder_layers, plan_scope
         from harness.heads import Head
         from interventions import _priors
 
@@ -127,7 +127,10 @@ class SAP(Intervention):
                 stack.close()
 
         tap = ForwardTap(model, on_end=end)
-        handles = []
+        # Vision-encoder inputs/states since the last prefill. Under ``generate`` the encoder
+        # runs *before* the prefill forward (which then gets ``mm_encoder_outputs``).
+        pending: dict[str, Any] = {"pixels": [], "vit": None}
+        handles: list[Any] = []
 
         def before_decoder(_module: Any, _args: Any, _kwargs: Any) -> None:
             state = tap.state
@@ -136,24 +139,34 @@ class SAP(Intervention):
             if state.continuing:
                 built = state.extra.get("sap_prior")
             else:
-                built = self._build(model, state)
+                built = self._build(model, state, pending)
                 state.extra["sap_prior"] = built
             plan = _substitute(_current(model), placeholder, built)
             stack = ExitStack()
-            from harness.dispatch import plan_scope
-
             stack.enter_context(plan_scope(model, plan))
             scope["stack"] = stack
             if built is not None:
                 info["forwards"] += 1
 
+        def top_level(_module: Any, _args: Any, kwargs: dict) -> None:
+            if any(kwargs.get(k) is not None for k in ("pixel_values", "pixel_values_videos")):
+                pending["pixels"], pending["vit"] = [], None  # this forward encodes its own
+
         with installed(model, static, "sap"):
             try:
                 first = decoder_layers(model)[0]
                 handles.append(first.register_forward_pre_hook(before_decoder, with_kwargs=True))
+                if self.prior in _priors.PIXEL_PRIOR_FAMILIES:
+                    tower = _priors.vision_tower_module(model)
+                    handles.append(
+                        tower.register_forward_pre_hook(_capture(pending), with_kwargs=True)
+                    )
+                    handles.append(model.register_forward_pre_hook(top_level, with_kwargs=True))
                 if self.prior == "vision":
                     vit = _priors.vision_attention_module(model)
-                    handles.append(vit.register_forward_pre_hook(_capture(tap), with_kwargs=True))
+                    handles.append(
+                        vit.register_forward_pre_hook(_capture_vit(pending), with_kwargs=True)
+                    )
                 with tap:
                     yield info
             finally:
@@ -161,34 +174,46 @@ class SAP(Intervention):
                     handle.remove()
                 end()
 
-    def _build(self, model: Any, state: Any) -> Any:
+    def _build(self, model: Any, state: Any, pending: dict[str, Any]) -> Any:
         from interventions import _priors
 
         ids = state.input_ids
         if ids is None:
             return None
         token_ids = _priors.visual_token_ids(model)
+        present = [k for k in ("image", "video") if k in token_ids and (ids == token_ids[k]).any()]
         scores = None
         if self.prior == "complexity":
-            scores = {}
-            for kind in token_ids:
-                values = _priors.complexity_scores(model, kind, state.kwargs)
-                if values is not None:
-                    scores[kind] = values
+            captured = pending["pixels"]
+            if present and len(captured) != len(present):
+                raise InterventionError(
+                    f"sap: the batch has {present} tokens but the vision encoder ran "
+                    f"{len(captured)} time(s) since the last prefill"
+                )
+            # Qwen encodes images before videos; LLaVA has images only.
+            scores = {k: _priors.complexity_scores(model, px) for k, px in zip(present, captured)}
         elif self.prior == "vision":
-            hidden = state.extra.get("sap_vit")
             scores = {}
-            if hidden is not None:
+            if pending["vit"] is not None:
                 attn = _priors.vision_attention_module(model)
-                scores["image"] = _priors.vision_scores(attn, hidden)
+                scores["image"] = _priors.vision_scores(attn, pending["vit"])
+        pending["pixels"], pending["vit"] = [], None
         built = _priors.sample_priors(self.prior, ids, token_ids, state.row_keys, self.seed, scores)
         return None if built is None else self.make_prior(*built)
 
 
-def _capture(tap: ForwardTap) -> Any:
+def _capture(pending: dict[str, Any]) -> Any:
+    def hook(_module: Any, args: tuple, kwargs: dict) -> None:
+        pixels = args[0] if args else kwargs.get("pixel_values", kwargs.get("hidden_states"))
+        pending["pixels"].append(pixels.detach())
+
+    return hook
+
+
+def _capture_vit(pending: dict[str, Any]) -> Any:
     def hook(_module: Any, args: tuple, kwargs: dict) -> None:
         hidden = kwargs.get("hidden_states", args[0] if args else None)
-        tap.state.extra["sap_vit"] = hidden.detach()
+        pending["vit"] = hidden.detach()
 
     return hook
 

@@ -253,3 +253,27 @@ def test_merge_plans_conflicts_and_combines():
         merge_plans(a, Plan.build(window={Head(1, 0): Window(4)}))
     with pytest.raises(PlanConflictError, match="head 0"):
         merge_plans(a, Plan.build(ablate={Head(1, 0): Ablation("zero")}))
+
+
+def test_record_reflects_windows_and_skips_decode():
+    model = use_dispatch(build_tiny_model("qwen3_vl"))
+    inp = tiny_text_inputs(model, 2, SEQ, 8)  # no padding: mask is None inside attention
+    qmask = torch.zeros(2, SEQ, dtype=torch.bool)
+    qmask[:, [9, 11]] = True
+    kmask = torch.ones(2, SEQ, dtype=torch.bool)
+    rec = AttentionRecorder()
+    plan = merge_plans(
+        Plan.build(record=RecordSpec(rec, qmask, kmask, keep_rows=True), record_layers=[0]),
+        Plan.build(window={Head(0, 2): Window(3, sinks=1)}),
+    )
+    with torch.no_grad(), plan_scope(model, plan):
+        model.generate(**inp, max_new_tokens=3, do_sample=False)
+    assert rec.calls == 1  # decode steps lack the requested rows
+    rows = rec.rows[0]  # [batch, head, q_row, k_pos]
+    torch.testing.assert_close(rec.mass[0], torch.ones(2, 4))
+    allowed = torch.zeros(2, SEQ, dtype=torch.bool)
+    allowed[0, [0, 7, 8, 9]] = True
+    allowed[1, [0, 9, 10, 11]] = True
+    assert torch.all(rows[:, 2][~allowed[None].expand(2, -1, -1)] == 0)
+    assert torch.all(rows[:, 2][allowed[None].expand(2, -1, -1)] > 0)
+    assert torch.all(rows[:, 1, 1, :12] > 0)  # a dense head sees every earlier key

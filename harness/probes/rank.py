@@ -1,0 +1,310 @@
+"""``headscope rank``: Retrieval Attention Mass per head and task (paper A's CoRe heads).
+
+Per sample of a grounded task: ``request = task.request(sample)``, ``evidence =
+task.evidence(sample, request)``, ``spans = adapter.token_spans(request, evidence)``, then one
+prefill through the dispatch records, per head, the mean over the instruction rows of the
+post-softmax mass on the evidence columns Ω(V*) (``O(n_q · S)`` memory). Per task the
+``[N, L, H]`` values become a :class:`~harness.ranking.TaskRam` (mean, stderr, bootstrap CI);
+the tasks together make the ranking file that ``ablate`` and ``hybrid`` read.
+
+Samples whose evidence cannot be mapped (:class:`~harness.payloads.EvidenceError`), whose
+media cannot be read (:class:`~harness.task_api.SampleError`), or whose evidence covers no
+token are skipped, counted and reported; any other error stops the run.
+
+Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.ranking` format),
+``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`) and
+``OUT/heatmaps/<task>.png`` when matplotlib is installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.payloads import EvidenceError
+from harness.probes.record import ProbeError, prepare_single, record_masses
+from harness.task_api import SampleError, build_task
+
+if TYPE_CHECKING:
+    from harness.ranking import Ranking
+    from harness.specs import TaskSpec
+
+__all__ = [
+    "GROUNDED_MINI_TASKS",
+    "TaskProbe",
+    "RankReport",
+    "probe_task",
+    "build_ranking",
+    "cross_task",
+    "run_rank",
+    "format_report",
+]
+
+GROUNDED_MINI_TASKS = ("refcocog_mini", "vidstg_mini", "mmlongbench_mini", "mmdocir_mini")
+PROBE_NOTE = "instruction rows → evidence columns; float32 softmax of recorded rows only"
+
+
+@dataclass
+class TaskProbe:
+    """Per-sample RAM of one task.
+
+    Attributes:
+        name: Task name.
+        spec: Task spec as a plain dict (with the task's ``settings()``).
+        values: One ``[L, H]`` array per probed sample.
+        ids: Their doc ids.
+        skipped: ``{"doc_id", "reason"}`` per skipped sample.
+    """
+
+    name: str
+    spec: dict
+    values: list[Any] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class RankReport:
+    """What :func:`run_rank` produced: the ranking, the cross-task report and the files."""
+
+    ranking: Ranking
+    cross: dict[str, Any]
+    skipped: dict[str, list[dict[str, str]]]
+    files: list[Path]
+
+
+def _plain(value: Any) -> Any:
+    """JSON-able copy (tuples → lists, unknown objects → str)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def probe_task(adapter: Any, tspec: TaskSpec, *, progress: bool = True) -> TaskProbe:
+    """Probe every sample of one task (see the module docstring for skipping rules)."""
+    from tqdm.auto import tqdm
+
+    task = build_task(tspec.name, tspec.args)
+    docs = list(task.load(split=tspec.split, limit=tspec.limit))
+    if tspec.limit is not None:
+        docs = docs[: tspec.limit]
+    spec = {
+        "name": tspec.name,
+        "split": tspec.split or task.default_split,
+        "limit": tspec.limit,
+        "args": dict(tspec.args),
+        "settings": _plain(task.settings()),
+    }
+    out = TaskProbe(tspec.name, spec)
+    no_evidence = 0
+    for doc in tqdm(docs, desc=f"rank {tspec.name}", disable=not progress, leave=False):
+        try:
+            request = task.request(doc)
+            evidence = task.evidence(doc, request)
+            if evidence is None:
+                no_evidence += 1
+                raise EvidenceError("the task gives no evidence for this sample")
+            spans = adapter.token_spans(request, evidence)
+            if not spans.evidence:
+                raise EvidenceError("the evidence covers no visual token")
+            if not spans.instruction:
+                raise EvidenceError("no instruction tokens")
+        except (EvidenceError, SampleError) as exc:
+            out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
+            continue
+        inputs = prepare_single(adapter, request, spans)
+        try:
+            mass = record_masses(adapter.model, inputs, spans.instruction, {"ev": spans.evidence})
+        except ProbeError as exc:
+            raise ProbeError(f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}") from exc
+        out.values.append(mass["ev"])
+        out.ids.append(str(doc.doc_id))
+    if docs and no_evidence == len(docs):
+        raise ValueError(
+            f"task {tspec.name!r} is not grounded (Task.evidence returned None); rank needs "
+            f"grounded tasks, e.g. {', '.join(GROUNDED_MINI_TASKS)}"
+        )
+    out.spec["n_skipped"] = len(out.skipped)
+    return out
+
+
+def build_ranking(
+    adapter: Any, probes: list[TaskProbe], *, seed: int = 0, n_boot: int = 1000
+) -> Ranking:
+    """The ranking of the probed tasks (tasks without any probed sample are left out).
+
+    Raises:
+        ProbeError: No task has a probed sample.
+    """
+    import numpy as np
+
+    from harness.ranking import Ranking, TaskRam
+
+    geo = adapter.geometry
+    tasks = {
+        p.name: TaskRam.from_samples(p.spec, np.stack(p.values), p.ids, n_boot=n_boot, seed=seed)
+        for p in probes
+        if p.values
+    }
+    if not tasks:
+        raise ProbeError("no sample of any task could be probed (see the skipped samples)")
+    model = _plain(dict(adapter.settings()))
+    model["geometry"] = {
+        "num_layers": geo.num_layers,
+        "num_heads": geo.num_heads,
+        "num_kv_heads": geo.num_kv_heads,
+        "head_dim": geo.head_dim,
+        "hidden_size": geo.hidden_size,
+    }
+    settings = {
+        "attn_implementation": model.get("attn_implementation"),
+        "dtype": model.get("dtype"),
+        "seed": seed,
+        "dispatch": "headscope",
+        "probe": PROBE_NOTE,
+        "n_boot": n_boot,
+    }
+    return Ranking(
+        model=model,
+        settings=settings,
+        tasks=tasks,
+        num_layers=geo.num_layers,
+        num_heads=geo.num_heads,
+    )
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def cross_task(
+    ranking: Ranking, *, top_k: float = 0.05, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Cross-task agreement of a ranking.
+
+    Returns:
+        ``{"tasks": [...], "n_samples": {task: N}, "top_k": k, "top_k_count": n,
+        "spearman": [{"a", "b", "rho", "ci_low", "ci_high", "n_boot"}] (every pair; NaN →
+        null), "universal_heads": ["L3H1", ...] (top-k in every task, layer-major),
+        "top_heads": {task | "combined": [...best first]}, "layer_distribution":
+        {task | "combined": [count per layer]}, "bootstrap": {"n_boot", "seed", "alpha"}}``.
+    """
+    from harness.metrics.ram import head_count, layer_distribution, spearman_bootstrap
+
+    names = ranking.task_names
+    pairs = []
+    for a, b in itertools.combinations(names, 2):
+        res = spearman_bootstrap(
+            ranking.tasks[a].per_sample, ranking.tasks[b].per_sample, n_boot=n_boot, seed=seed
+        )
+        pairs.append(
+            {
+                "a": a,
+                "b": b,
+                "rho": _num(res.rho),
+                "ci_low": _num(res.ci_low),
+                "ci_high": _num(res.ci_high),
+                "n_boot": res.n_boot,
+            }
+        )
+    keys = [*names, "combined"]
+    mats = {n: ranking.matrix(None if n == "combined" else n) for n in keys}
+    return {
+        "tasks": names,
+        "n_samples": {n: int(ranking.tasks[n].per_sample.shape[0]) for n in names},
+        "top_k": top_k,
+        "top_k_count": head_count(top_k, ranking.num_layers * ranking.num_heads),
+        "spearman": pairs,
+        "universal_heads": [str(h) for h in ranking.universal_heads(top_k)],
+        "top_heads": {
+            n: [str(h) for h in ranking.top_heads(None if n == "combined" else n, top_k)]
+            for n in keys
+        },
+        "layer_distribution": {n: layer_distribution(m, top_k).tolist() for n, m in mats.items()},
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "alpha": 0.05},
+    }
+
+
+def _heatmaps(ranking: Ranking, out: Path) -> list[Path]:
+    from harness.probes.plots import heatmap, plotting_available
+
+    if not plotting_available():
+        return []
+    files = []
+    for name in [*ranking.task_names, None]:
+        label = name or "combined"
+        path = out / "heatmaps" / f"{label}.png"
+        heatmap(ranking.matrix(name), f"RAM — {label}", path)
+        files.append(path)
+    return files
+
+
+def run_rank(
+    adapter: Any,
+    tspecs: list[TaskSpec],
+    output: str | Path,
+    *,
+    seed: int = 0,
+    top_k: float = 0.05,
+    n_boot: int = 1000,
+    progress: bool = True,
+    plots: bool = True,
+) -> RankReport:
+    """Probe the tasks, write ``ranking.json``, ``spearman.json`` and heatmaps to ``output``."""
+    from harness.ranking import save_ranking
+
+    out = Path(output)
+    probes = [probe_task(adapter, t, progress=progress) for t in tspecs]
+    ranking = build_ranking(adapter, probes, seed=seed, n_boot=n_boot)
+    cross = cross_task(ranking, top_k=top_k, n_boot=n_boot, seed=seed)
+    skipped = {p.name: p.skipped for p in probes}
+    cross["skipped"] = {name: len(rows) for name, rows in skipped.items()}
+    cross["dropped_tasks"] = [p.name for p in probes if not p.values]
+    files = [save_ranking(out / "ranking.json", ranking)]
+    path = out / "spearman.json"
+    path.write_text(json.dumps(cross, indent=1, allow_nan=False), encoding="utf-8")
+    files.append(path)
+    if plots:
+        files += _heatmaps(ranking, out)
+    return RankReport(ranking, cross, skipped, files)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def format_report(report: RankReport) -> str:
+    """Terminal summary: Spearman table, universal heads, layer distribution, skips."""
+    from tabulate import tabulate
+
+    cross = report.cross
+    names = cross["tasks"]
+    lookup = {}
+    for p in cross["spearman"]:
+        cell = f"{_fmt(p['rho'])} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
+        lookup[(p["a"], p["b"])] = lookup[(p["b"], p["a"])] = cell
+    rows = [[a, *("1" if a == b else lookup[(a, b)] for b in names)] for a in names]
+    parts = [
+        f"Spearman ρ of mean RAM [95% bootstrap CI] (n = {cross['n_samples']})",
+        tabulate(rows, headers=["", *names]) if len(names) > 1 else "(one task: no pairs)",
+        "",
+        f"universal heads (top-{cross['top_k']} = {cross['top_k_count']} heads in every task): "
+        + (", ".join(cross["universal_heads"]) or "none"),
+        "",
+        "layer distribution of the top heads:",
+        tabulate(
+            [[n, *counts] for n, counts in cross["layer_distribution"].items()],
+            headers=["", *(f"L{i}" for i in range(report.ranking.num_layers))],
+        ),
+    ]
+    skips = {n: len(v) for n, v in report.skipped.items() if v}
+    if skips:
+        parts += ["", "skipped samples: " + ", ".join(f"{n}: {k}" for n, k in skips.items())]
+        for name, rows_ in report.skipped.items():
+            reasons = sorted({r["reason"] for r in rows_})
+            if reasons:
+                parts.append(f"  {name}: " + "; ".join(reasons[:3]))
+    return "\n".join(parts)
+

@@ -1,0 +1,66 @@
+"""``headscope rank``: rank heads by Retrieval Attention Mass on grounded tasks.
+
+Example::
+
+    headscope rank --model qwen2_5_vl --model-args '{"dtype": "bfloat16", "device": "cuda"}' \\
+        --tasks refcocog,vidstg,mmlongbench_doc,mmdocir --limit 200 --output out/rank
+
+writes ``out/rank/ranking.json`` (read by ``ablate`` / ``hybrid`` via ``ranking=...``),
+``out/rank/spearman.json`` and ``out/rank/heatmaps/*.png``. Light at import: argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.probes._cli import add_common_arguments
+
+__all__ = ["add_arguments", "run"]
+
+_DEFAULT_TASKS = "refcocog_mini,vidstg_mini,mmlongbench_mini,mmdocir_mini"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the ``rank`` flags."""
+    add_common_arguments(parser, _DEFAULT_TASKS, "headscope_rank")
+    parser.add_argument(
+        "--top-k",
+        type=float,
+        default=0.05,
+        help="top heads per task: a count (e.g. 30) or a fraction of all heads (default 0.05)",
+    )
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe, write the ranking and the cross-task report, print the summary."""
+    import sys
+
+    from harness.probes._cli import load_model, task_specs_from_args
+    from harness.probes.rank import format_report, run_rank
+    from harness.probes.record import ProbeError
+    from harness.task_api import build_task
+
+    tspecs = task_specs_from_args(args)
+    for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
+        build_task(spec.name, spec.args)
+    adapter = load_model(args)
+    try:
+        report = run_rank(
+            adapter,
+            tspecs,
+            args.output,
+            seed=args.seed,
+            top_k=args.top_k,
+            n_boot=args.n_boot,
+            progress=not args.no_progress,
+            plots=not args.no_plots,
+        )
+    except ProbeError as exc:
+        print(f"headscope rank: {exc}", file=sys.stderr)
+        return 1
+    print(format_report(report))
+    print()
+    for path in report.files:
+        print(f"wrote {path}")
+    return 0

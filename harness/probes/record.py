@@ -1,0 +1,163 @@
+"""Probe plumbing shared by ``rank`` and ``diagnose``: spans → masks, one recorded prefill.
+
+Every probe runs one sample per forward (batch 1, no padding), so token positions from
+:meth:`~harness.models.base.ModelAdapter.token_spans` index the model input directly. The
+attention mass is recorded by the dispatch (:class:`~harness.dispatch_plan.RecordSpec`): logits
+only for the query rows, ``(1, H, n_q, S)`` per layer, never ``S × S``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from harness.models.base import TokenSpans
+
+__all__ = [
+    "ProbeError",
+    "prepare_single",
+    "span_masks",
+    "recording",
+    "masses_of",
+    "prefill",
+    "record_masses",
+]
+
+
+class ProbeError(RuntimeError):
+    """A probe could not measure what it was asked to (names the sample and the cause)."""
+
+
+def prepare_single(adapter: Any, request: Any, spans: TokenSpans | None = None) -> dict[str, Any]:
+    """Model inputs of one request; checks they match the spans' unpadded length."""
+    inputs = adapter.prepare([request])
+    length = int(inputs["input_ids"].shape[1])
+    if spans is not None and length != spans.seq_len:
+        raise ProbeError(
+            f"model input has {length} tokens but token_spans counted {spans.seq_len} "
+            "(the adapter's prepare and token_spans disagree)"
+        )
+    return inputs
+
+
+def span_masks(
+    length: int, query: Sequence[int], keys: Mapping[str, Sequence[int]]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``(1, length)`` bool masks: the query rows and one key-column mask per name.
+
+    Raises:
+        ProbeError: An empty query or key set, or a position outside ``[0, length)``.
+    """
+    import torch
+
+    def mask(positions: Sequence[int], what: str) -> torch.Tensor:
+        pos = torch.as_tensor(list(positions), dtype=torch.long)
+        if pos.numel() == 0:
+            raise ProbeError(f"no {what} tokens")
+        if int(pos.min()) < 0 or int(pos.max()) >= length:
+            raise ProbeError(f"{what} positions fall outside the {length}-token input")
+        out = torch.zeros(1, length, dtype=torch.bool)
+        out[0, pos] = True
+        return out
+
+    return mask(query, "query"), {name: mask(pos, name) for name, pos in keys.items()}
+
+
+@contextmanager
+def recording(
+    model: Any, query_mask: torch.Tensor, key_masks: Mapping[str, torch.Tensor]
+) -> Iterator[dict[str, Any]]:
+    """Record, in every decoder layer, the mass of the query rows on each key-column set.
+
+    The recording plan is merged into any plan already installed (an attached intervention
+    stays active; the record then sees that intervention's windows).
+
+    Yields:
+        Name → :class:`~harness.dispatch_record.AttentionRecorder`, filled by forwards run
+        inside the block; read them with :func:`masses_of`.
+    """
+    from harness.dispatch import (
+        AttentionRecorder,
+        LayerPlan,
+        Plan,
+        RecordSpec,
+        current_plan,
+        geometry_of,
+        merge_plans,
+        plan_scope,
+    )
+
+    layers = geometry_of(model).num_layers
+    recorders = {name: AttentionRecorder() for name in key_masks}
+    specs = tuple(RecordSpec(recorders[n], query_mask, m) for n, m in key_masks.items())
+    plan = Plan({layer: LayerPlan(record=specs) for layer in range(layers)})
+    base = current_plan(model)
+    with plan_scope(model, plan if base is None else merge_plans(base, plan)):
+        yield recorders
+
+
+def masses_of(recorders: Mapping[str, Any], num_layers: int) -> dict[str, np.ndarray]:
+    """``[L, H]`` float64 masses of sample 0 from filled recorders.
+
+    Raises:
+        ProbeError: A layer recorded nothing (its attention did not go through the dispatch).
+    """
+    import numpy as np
+
+    out = {}
+    for name, rec in recorders.items():
+        if not rec.mass:
+            raise ProbeError("no layer recorded attention (is the decoder on the dispatch?)")
+        arr = rec.matrix(num_layers)[0].double().numpy()
+        missing = sorted({int(i) for i in np.argwhere(np.isnan(arr))[:, 0]})
+        if missing:
+            raise ProbeError(f"layers {missing} recorded no attention mass")
+        out[name] = arr
+    return out
+
+
+def prefill(model: Any, inputs: Mapping[str, Any]) -> None:
+    """One no-grad forward without cache; logits only for the last position when supported.
+
+    ``logits_to_keep=1`` spares the ``S × vocab`` logits (gigabytes for long real inputs).
+    """
+    import torch
+
+    with torch.no_grad():
+        try:
+            model(**inputs, use_cache=False, logits_to_keep=1)
+        except TypeError as exc:
+            if "logits_to_keep" not in str(exc):
+                raise
+            model(**inputs, use_cache=False)
+
+
+def record_masses(
+    model: Any,
+    inputs: Mapping[str, Any],
+    query: Sequence[int],
+    keys: Mapping[str, Sequence[int]],
+) -> dict[str, np.ndarray]:
+    """Per head, the mean over ``query`` rows of the attention mass on each key set.
+
+    Args:
+        model: A model whose text decoder is on the headscope dispatch.
+        inputs: Inputs of one sample (batch 1, unpadded).
+        query: Query-row positions (e.g. the instruction tokens).
+        keys: Name → key-column positions (e.g. ``{"evidence": Ω(V*), "visual": ...}``).
+
+    Returns:
+        Name → ``[L, H]`` float64 array.
+    """
+    from harness.dispatch import geometry_of
+
+    length = int(inputs["input_ids"].shape[1])
+    qmask, kmasks = span_masks(length, query, keys)
+    with recording(model, qmask, kmasks) as recorders:
+        prefill(model, inputs)
+    return masses_of(recorders, geometry_of(model).num_layers)
