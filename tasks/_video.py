@@ -14,10 +14,10 @@ from typing import Any
 
 from harness.media_video import VideoFinder, sample_frames
 from harness.payloads import Generation, Request, Video
-from harness.task_api import MetricValue, ScoringContext, Task, TaskLoadError, mean_stderr
+from harness.task_api import MetricValue, ScoringContext, Task, mean_stderr
 from tasks._common import parse_choice
 
-__all__ = ["LETTERS", "VideoChoiceTask", "group_accuracy", "mini_samples"]
+__all__ = ["LETTERS", "VideoChoiceTask", "group_accuracy"]
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -110,15 +110,3 @@ class VideoChoiceTask(Task):
             "frame_sampling": "uniform segment centres over the whole video",
             "random_fallback": self.random_fallback,
         }
-
-
-def mini_samples(kind: str, split: str, n: int, seed: int, limit: int | None) -> list[Any]:
-    """The first ``min(n, limit)`` toy samples of ``kind`` (``"val"`` means ``"validation"``)."""
-    from harness.toy.scenes import SPLITS, generate_samples
-
-    split = {"val": "validation", "dev": "validation"}.get(split, split)
-    if split not in SPLITS:
-        raise TaskLoadError(f"mini task {kind!r}: split {split!r} not one of {SPLITS}")
-    if n < 1:
-        raise TaskLoadError(f"mini task {kind!r}: n must be ≥ 1, got {n}")
-    return generate_samples(kind, split, min(n, limit) if limit else n, seed=seed)

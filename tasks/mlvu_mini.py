@@ -1,8 +1,8 @@
 """MLVU mini: the ``mlvu`` task on the toy model's generated scenes (no download).
 
-- Data: :func:`harness.toy.scenes.generate_samples` with kind ``"mlvu"`` (deterministic;
-  splits train / validation / test, default test; ``n`` samples, dataset ``seed``): a few
-  64×64 frames and a needle / count / order question with four options.
+- Data: ``harness.toy.scenes.generate_samples("mlvu", split, n, seed)``, split ``validation``
+  or ``test`` (default): a few 64×64 frames and a needle / count / order question with four
+  options.
 - Same sample type, metrics (per-type accuracy, macro average over the types present) and
   scoring as :mod:`tasks.mlvu`; frames come from memory and the instruction is the generated
   question verbatim (options and answer rule included). The answer is one letter.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.registry import task
-from tasks._video import mini_samples
+from tasks._mini import MiniMixin
 from tasks.mlvu import MLVU, MLVUSample
 
 __all__ = ["MLVUMini", "from_mini"]
@@ -32,37 +32,25 @@ def from_mini(ms: Any) -> MLVUSample:
 
 
 @task("mlvu_mini")
-class MLVUMini(MLVU):
+class MLVUMini(MiniMixin, MLVU):
     """MLVU on generated toy scenes.
 
     Args:
-        n: Number of samples generated for the split.
-        seed: Dataset seed of the generator.
+        n: Samples per split.
+        seed: Toy dataset seed.
         random_fallback: Draw a seeded letter for replies with none (default: count wrong).
     """
 
-    default_split = "test"
+    kind = "mlvu"
 
-    def __init__(self, *, n: int = 200, seed: int = 0, random_fallback: bool = False) -> None:
+    def __init__(self, *, n: int = 100, seed: int = 0, random_fallback: bool = False) -> None:
         super().__init__(random_fallback=random_fallback)
-        self.n = n
-        self.seed = seed
+        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[MLVUSample]:
-        """The generated samples (first ``limit``)."""
-        raw = mini_samples("mlvu", split or self.default_split, self.n, self.seed, limit)
-        return [from_mini(ms) for ms in raw]
-
-    def prompt(self, sample: MLVUSample) -> str:
-        """The generated question, verbatim."""
-        return sample.question
+        """Toy samples (frames in memory), first ``limit``."""
+        return [from_mini(ms) for ms in self.mini_samples(split, limit)]
 
     def settings(self) -> dict[str, Any]:
-        """Generator settings (frames are shown as generated)."""
-        return {
-            **getattr(self, "_args", {}),
-            "n": self.n,
-            "seed": self.seed,
-            "random_fallback": self.random_fallback,
-            "source": "harness.toy.scenes",
-        }
+        """Sample count, toy seed, fallback rule."""
+        return MiniMixin.settings(self) | {"random_fallback": self.random_fallback}

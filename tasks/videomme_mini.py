@@ -1,8 +1,8 @@
 """Video-MME mini: the ``videomme`` task on the toy model's generated scenes (no download).
 
-- Data: :func:`harness.toy.scenes.generate_samples` with kind ``"videomme"`` (deterministic;
-  splits train / validation / test, default test; ``n`` samples, dataset ``seed``): "short"
-  clips of 2 frames and "medium" clips of 4, with a four-option question.
+- Data: ``harness.toy.scenes.generate_samples("videomme", split, n, seed)``, split
+  ``validation`` or ``test`` (default): "short" clips of 2 frames and "medium" clips of 4, each
+  with a four-option question.
 - Same sample type, metrics (accuracy overall and per duration) and scoring as
   :mod:`tasks.videomme`; frames come from memory and the instruction is the generated question
   verbatim (options and answer rule included). The answer is one letter.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from harness.registry import task
-from tasks._video import mini_samples
+from tasks._mini import MiniMixin
 from tasks.videomme import VideoMME, VideoMMESample
 
 __all__ = ["VideoMMEMini", "from_mini"]
@@ -33,47 +33,38 @@ def from_mini(ms: Any) -> VideoMMESample:
 
 
 @task("videomme_mini")
-class VideoMMEMini(VideoMME):
+class VideoMMEMini(MiniMixin, VideoMME):
     """Video-MME on generated toy scenes.
 
     Args:
-        n: Number of samples generated for the split.
-        seed: Dataset seed of the generator.
+        n: Samples per split.
+        seed: Toy dataset seed.
         duration: "short", "medium", "long" (none generated) or "all".
         random_fallback: Draw a seeded letter for replies with none (default: count wrong).
     """
 
-    default_split = "test"
+    kind = "videomme"
 
     def __init__(
         self,
         *,
-        n: int = 200,
+        n: int = 100,
         seed: int = 0,
         duration: Literal["short", "medium", "long", "all"] = "all",
         random_fallback: bool = False,
     ) -> None:
         super().__init__(duration=duration, random_fallback=random_fallback)
-        self.n = n
-        self.seed = seed
+        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[VideoMMESample]:
-        """The generated samples, filtered by duration (first ``limit``)."""
-        raw = mini_samples("videomme", split or self.default_split, self.n, self.seed, None)
-        out = [s for s in map(from_mini, raw) if self.duration in ("all", s.duration)]
+        """Toy samples (frames in memory), filtered by duration, first ``limit``."""
+        out = [from_mini(ms) for ms in self.mini_samples(split, None)]
+        out = [s for s in out if self.duration in ("all", s.duration)]
         return out[:limit] if limit else out
 
-    def prompt(self, sample: VideoMMESample) -> str:
-        """The generated question, verbatim."""
-        return sample.question
-
     def settings(self) -> dict[str, Any]:
-        """Generator settings (frames are shown as generated)."""
-        return {
-            **getattr(self, "_args", {}),
-            "n": self.n,
-            "seed": self.seed,
+        """Sample count, toy seed, duration filter, fallback rule."""
+        return MiniMixin.settings(self) | {
             "duration": self.duration,
             "random_fallback": self.random_fallback,
-            "source": "harness.toy.scenes",
         }

@@ -128,10 +128,13 @@ class VidSTG(Task):
         if isinstance(entries, dict):
             entries = list(entries.values())
         vidor_files = _json_index(self.vidor_annotation_dir)
+        vidor_cache: dict[str, tuple[Any, Any]] = {}  # entries of one video share its file
         samples: list[VidSTGSample] = []
         for i, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise SampleError(f"vidstg {path.name} entry {i}: not a JSON object")
             where = f"vidstg {path.name} entry {i} (vid={entry.get('vid')!r})"
-            trajectories, video_name = self._vidor(entry, vidor_files, where)
+            trajectories, video_name = self._vidor(entry, vidor_files, vidor_cache, where)
             for s in normalise_entry({**entry, "video_path": video_name}, trajectories, where, i):
                 if self.sentence_type in ("all", s.sentence_type):
                     samples.append(s)
@@ -150,10 +153,12 @@ class VidSTG(Task):
             )
         return Path(self.annotation_dir) / f"{split}_annotations.json"
 
-    def _vidor(self, entry: Mapping[str, Any], files: dict[str, Path], where: str):
+    def _vidor(self, entry: Mapping[str, Any], files: dict[str, Path], cache: dict, where: str):
         if "trajectories" in entry:
             return entry["trajectories"], entry.get("video_path")
         vid = str(entry.get("vid"))
+        if vid in cache:
+            return cache[vid]
         if vid not in files:
             raise SampleError(
                 f"{where}: VidOR annotation file {vid + '.json'!r} not found under "
@@ -161,7 +166,8 @@ class VidSTG(Task):
             )
         vidor = json.loads(files[vid].read_text(encoding="utf-8"))
         require(vidor, ("trajectories",), f"{where} VidOR file {files[vid]}")
-        return vidor["trajectories"], vidor.get("video_path")
+        cache[vid] = (vidor["trajectories"], vidor.get("video_path"))
+        return cache[vid]
 
     def shown_frames(self, sample: VidSTGSample) -> tuple[int, ...]:
         """Source indices of the frames shown for ``sample`` (deterministic, no decoding)."""
@@ -187,12 +193,11 @@ class VidSTG(Task):
         if sample.frames:
             video = Video(tuple(sample.frames), expected)
         else:
+            # Raises SampleError when the file is shorter than the annotated segment.
             path = self._videos.find(sample.video_name)
             video = sample_frames(
                 path, self.num_frames, start=sample.segment[0], end=sample.segment[1]
             )
-            if video.frame_indices != expected:
-                raise SampleError(f"video {str(path)!r} is shorter than its annotated segment")
         self._shown[sample.doc_id] = video.frame_indices
         return Request(text=self.prompt(sample, len(expected)), video=video, max_new_tokens=48)
 

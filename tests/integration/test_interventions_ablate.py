@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch import set_window_kernel  # noqa: E402
+from harness.dispatch import current_plan, set_window_kernel  # noqa: E402
 from harness.heads import Head  # noqa: E402
 from harness.intervention_api import InterventionError, build_intervention  # noqa: E402
 from harness.ranking import load_ranking  # noqa: E402
@@ -237,3 +237,18 @@ def test_cli_short_form_parses(tmp_path):
     assert heads.heads == "L0H1+L1H2"
     hybrid = build_intervention(parse_intervention("hybrid:keep=0,window=8,sinks=2"))
     assert (hybrid.window, hybrid.sinks, hybrid.window_in_decode) == (8, 2, False)
+
+
+def test_hybrid_kv_group_keeps_whole_groups(ranked):
+    base, adapter, path = ranked
+    g = adapter.geometry
+    spec = Hybrid(keep=1, window=2, granularity="kv_group", ranking=path, window_in_decode=True)
+    with spec.attach(adapter) as info:
+        plan = __import__("harness.dispatch", fromlist=["current_plan"]).current_plan(adapter.model)
+    groups = load_ranking(path).combined().reshape(g.num_layers, g.num_kv_heads, -1).mean(-1)
+    layer, kv = divmod(int(groups.argmax()), g.num_kv_heads)
+    kept = [f"L{layer}H{kv * g.group_size + j}" for j in range(g.group_size)]
+    assert info["full_units"] == [f"L{layer}G{kv}"] and info["full_heads"] == kept
+    windows = {f"L{la}H{h}": w for la, lp in plan.layers.items() for h, w in lp.window.items()}
+    assert len(windows) == g.num_total_heads - g.group_size and not set(kept) & set(windows)
+    assert all(w.size == 2 and w.in_decode for w in windows.values())

@@ -293,3 +293,13 @@ def test_fuzz_choice_normalisers_only_raise_sample_error(which, k, value, drop):
         assert "fuzz row" in str(exc)
         return
     assert sample.answer in "ABCDEFGHIJ"[: len(sample.options)]
+
+
+def test_missing_pyav_gives_the_install_hint(monkeypatch, tmp_path):
+    import sys
+
+    from harness.media_video import sample_frames
+
+    monkeypatch.setitem(sys.modules, "av", None)  # makes `import av` raise ImportError
+    with pytest.raises(ImportError, match=r"pip install 'headscope\[video\]'"):
+        sample_frames(tmp_path / "x.mp4", 4)

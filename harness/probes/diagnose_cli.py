@@ -1,0 +1,97 @@
+"""``headscope diagnose``: eRank / ΔS / ΔD / RID / TME / MixIG per layer and module (paper B).
+
+Example::
+
+    headscope diagnose --model qwen2_5_vl --tasks refcocog --limit 32 --output out/diag
+
+writes ``out/diag/diagnostics_paper.json`` and ``out/diag/diagnostics_code.json`` (the
+``headscope.diagnostics`` schema read by ``headscope leaderboard``) and
+``out/diag/plots/diagnostics_<variant>.png``. Light at import: argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.probes._cli import add_common_arguments
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the ``diagnose`` flags."""
+    add_common_arguments(parser, "refcocog_mini", "headscope_diagnose")
+    parser.set_defaults(limit=8)
+    parser.add_argument("--energy", type=float, default=0.99, help="subspace energy threshold")
+    parser.add_argument(
+        "--baselines",
+        default="noise_delta,noise_qkv",
+        help="comma-separated stochastic baselines ('' for none)",
+    )
+    parser.add_argument(
+        "--baseline-layers",
+        default="each",
+        help="'each' (one noised layer per forward, clean input; default) or the "
+        "interventions' layers spec for one noised forward ('all', '0-3', ...)",
+    )
+    parser.add_argument("--no-erope", action="store_true", help="skip the ε_RoPE floor")
+    parser.add_argument(
+        "--no-key-region", action="store_true", help="skip the key-region degree ratio"
+    )
+    parser.add_argument(
+        "--no-generate",
+        action="store_true",
+        help="do not generate/score answers (key-region ratio without the correct/wrong split)",
+    )
+    parser.add_argument(
+        "--correct-threshold",
+        type=float,
+        default=0.5,
+        help="an answer is correct when the task's first metric reaches this (default 0.5)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Diagnose, write the files, print the table."""
+    import sys
+
+    from harness.probes._cli import load_model, task_specs_from_args
+    from harness.probes.diagnose_report import run_diagnose, table
+    from harness.probes.record import ProbeError
+    from harness.registry import INTERVENTIONS
+    from harness.task_api import build_task
+
+    tspecs = task_specs_from_args(args)
+    for spec in tspecs:
+        build_task(spec.name, spec.args)
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    for name in baselines:
+        INTERVENTIONS.get(name)  # unknown baseline: usage error before loading the model
+    adapter = load_model(args)
+    try:
+        report = run_diagnose(
+            adapter,
+            tspecs,
+            args.output,
+            seed=args.seed,
+            energy=args.energy,
+            baselines=baselines,
+            baseline_layers=args.baseline_layers,
+            erope=not args.no_erope,
+            key_region=not args.no_key_region,
+            generate=not args.no_generate,
+            threshold=args.correct_threshold,
+            progress=not args.no_progress,
+            plots=not args.no_plots,
+        )
+    except ProbeError as exc:
+        print(f"headscope diagnose: {exc}", file=sys.stderr)
+        return 1
+    print(table(report.docs))
+    if report.skipped:
+        print(f"\nskipped: {len(report.skipped)} (" + "; ".join(
+            sorted({s["reason"] for s in report.skipped})[:3]) + ")")  # fmt: skip
+    print()
+    for path in report.files:
+        print(f"wrote {path}")
+    return 0
