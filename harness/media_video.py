@@ -41,7 +41,7 @@ VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v")
 def _av() -> Any:
     try:
         import av
-    except ImportError as exc:  # pragma: no cover - exercised only without PyAV
+    except ImportError as exc:
         raise ImportError(
             "video tasks need PyAV to decode frames: pip install 'headscope[video]'"
         ) from exc
@@ -112,7 +112,7 @@ def _decode(
         restart: int | None = None
         last = -1
         for count, frame in enumerate(container.decode(stream)):
-            idx = _index_of(frame, stream, fps, start_pts)
+            idx = _index_of(frame, stream, fps, start_pts) if fps > 0 else None
             if idx is None:
                 if seek_to != 0:  # no timestamps after a seek: redo from the start
                     seek_gap, restart = None, 0

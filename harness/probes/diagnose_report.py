@@ -139,6 +139,13 @@ def build_documents(
     return docs
 
 
+def _task_info(spec: TaskSpec, task: Any) -> dict[str, Any]:
+    settings = json.loads(json.dumps(task.settings(), default=str))
+    split = spec.split or task.default_split
+    return {"name": spec.name, "split": split, "limit": spec.limit, "args": dict(spec.args),
+            "settings": settings}  # fmt: skip
+
+
 def run_diagnose(
     adapter: Any,
     tspecs: list[TaskSpec],
@@ -164,9 +171,7 @@ def run_diagnose(
     for spec in tspecs:
         task = build_task(spec.name, spec.args)
         docs = list(task.load(split=spec.split, limit=spec.limit))[: spec.limit]
-        task_info.append({"name": spec.name, "split": spec.split or task.default_split,
-                          "limit": spec.limit, "args": dict(spec.args),
-                          "settings": json.loads(json.dumps(task.settings(), default=str))})  # fmt: skip
+        task_info.append(_task_info(spec, task))
         for doc in tqdm(docs, desc=f"diagnose {spec.name}", disable=not progress, leave=False):
             try:
                 res = diagnose_sample(

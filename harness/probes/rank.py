@@ -307,4 +307,3 @@ def format_report(report: RankReport) -> str:
             if reasons:
                 parts.append(f"  {name}: " + "; ".join(reasons[:3]))
     return "\n".join(parts)
-

@@ -2,8 +2,10 @@
 
 Example::
 
-    headscope rank --model qwen2_5_vl --model-args '{"dtype": "bfloat16", "device": "cuda"}' \\
+    headscope rank --model qwen2_5_vl --model-args '{"dtype": "bfloat16", "device": "cuda"}'
         --tasks refcocog,vidstg,mmlongbench_doc,mmdocir --limit 200 --output out/rank
+
+(one command line)
 
 writes ``out/rank/ranking.json`` (read by ``ablate`` / ``hybrid`` via ``ranking=...``),
 ``out/rank/spearman.json`` and ``out/rank/heatmaps/*.png``. Light at import: argparse only.

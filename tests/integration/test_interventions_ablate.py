@@ -244,7 +244,7 @@ def test_hybrid_kv_group_keeps_whole_groups(ranked):
     g = adapter.geometry
     spec = Hybrid(keep=1, window=2, granularity="kv_group", ranking=path, window_in_decode=True)
     with spec.attach(adapter) as info:
-        plan = __import__("harness.dispatch", fromlist=["current_plan"]).current_plan(adapter.model)
+        plan = current_plan(adapter.model)
     groups = load_ranking(path).combined().reshape(g.num_layers, g.num_kv_heads, -1).mean(-1)
     layer, kv = divmod(int(groups.argmax()), g.num_kv_heads)
     kept = [f"L{layer}H{kv * g.group_size + j}" for j in range(g.group_size)]

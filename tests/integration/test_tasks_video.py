@@ -256,3 +256,14 @@ def test_vidstg_mini_end_to_end_and_evidence(tmp_path):
 def test_minis_refuse_the_training_split():
     with pytest.raises(TaskLoadError, match="not held out"):
         build_task("mlvu_mini", {"n": 2}).load(split="train")
+
+
+@pytest.mark.parametrize("gap", [None, 0])
+def test_container_without_frame_count_mkv(tmp_path, gap):
+    # Matroska stores no frame count (stream.frames == 0): frames are counted from packets and
+    # indices come from millisecond timestamps.
+    frames = [fx._frame(f, (None, fx.RED)) for f in range(20)]
+    path = fx.write_video(tmp_path / "clip.mkv", frames, fps=10, gop=4)
+    video = sample_frames(path, 5, seek_gap=gap)
+    assert video.frame_indices == (2, 6, 10, 14, 18)
+    assert [fx.frame_code(f) for f in video.frames] == [2, 6, 10, 14, 18]

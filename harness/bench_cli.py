@@ -1,0 +1,27 @@
+"""``headscope bench hybrid|ram ...``: dispatches to the benchmark's own ``main(argv)``.
+
+``bench hybrid`` → :func:`harness.bench_hybrid.main`;
+``bench ram`` → :func:`harness.bench_ram.main`.
+Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
+lists them). Light at import: argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+__all__ = ["BENCHES", "add_arguments", "run"]
+
+BENCHES = {"hybrid": "harness.bench_hybrid", "ram": "harness.bench_ram"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``bench NAME [flags of that benchmark...]``."""
+    parser.add_argument("bench", choices=sorted(BENCHES), help="which benchmark")
+    parser.add_argument("bench_args", nargs=argparse.REMAINDER, help="its flags (see --help)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen benchmark's ``main`` with the remaining arguments."""
+    return int(importlib.import_module(BENCHES[args.bench]).main(list(args.bench_args)) or 0)

@@ -1,0 +1,285 @@
+"""The main job: ``headscope run`` without ``--interventions`` / ``--config``.
+
+One command runs the whole protocol on one model and writes everything into one
+output directory:
+
+1. ``rank/`` — RAM ranking of heads on the grounded tasks (CoRe heads), cross-task
+   Spearman, heatmaps;
+2. ``accuracy/`` — the accuracy grid: baseline, top-k / bottom-k / random-k head
+   ablation at a few k (random: several seeded draws), SAP, and hybrid attention at a
+   few keep fractions;
+3. ``bench_hybrid.json`` — dense vs hybrid prefill timing with the FLOP-model bound;
+4. ``diagnose/`` — eRank / RID / TME / MixIG per layer and module;
+5. ``leaderboards/`` — every table (md, csv, json, latex) and figure.
+
+Defaults run the bundled toy model on the mini tasks in a few minutes on 2 CPU cores;
+``--model`` / ``--model-args`` / ``--tasks`` / ``--limit`` run the same protocol on a real
+checkpoint and the real benchmarks. Each stage resumes: rerunning the command skips
+what is already on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ProtocolConfig", "main_job", "run_protocol", "MINI_TASKS", "GROUNDED_MINI_TASKS"]
+
+MINI_TASKS = (
+    "pope_mini", "refcocog_mini", "mmmu_mini", "vidstg_mini",
+    "mlvu_mini", "videomme_mini", "mmlongbench_mini", "mmdocir_mini",
+)  # fmt: skip
+GROUNDED_MINI_TASKS = ("refcocog_mini", "vidstg_mini", "mmlongbench_mini", "mmdocir_mini")
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Knobs of the main job (defaults: the embedded toy protocol).
+
+    Attributes:
+        tasks: Accuracy tasks; grounded ones (with evidence) are also ranked.
+        rank_tasks: Tasks to rank on; None = the grounded ones among ``tasks``.
+        n_eval: Documents per task in the accuracy grid (mini tasks' ``n``; else ``limit``).
+        n_rank: Documents per task for the ranking.
+        ablation_k: Head counts / fractions for top/bottom/random ablation.
+        random_draws: Seeded random-k draws per k (averaged in the summary).
+        hybrid_keep: Fractions of heads kept full in hybrid attention.
+        hybrid_window: Window of the other heads (tokens).
+        sap: SAP intervention arguments (one setting).
+        bench_lengths: Context lengths for the prefill benchmark.
+        diagnose_tasks: Tasks for module diagnostics; n_diagnose documents each.
+    """
+
+    tasks: tuple[str, ...] = MINI_TASKS
+    rank_tasks: tuple[str, ...] | None = None
+    n_eval: int = 48
+    n_rank: int = 48
+    ablation_k: tuple[float, ...] = (0.1, 0.2)
+    random_draws: int = 5
+    hybrid_keep: tuple[float, ...] = (0.1, 0.25)
+    hybrid_window: int = 24
+    sap: dict[str, Any] = field(
+        default_factory=lambda: {"prior": "complexity", "semantics": "distribution", "lam": 1.0}
+    )
+    bench_lengths: tuple[int, ...] = (2048, 4096)
+    diagnose_tasks: tuple[str, ...] = ("refcocog_mini",)
+    n_diagnose: int = 8
+    seed: int = 0
+    batch_size: int = 16
+
+
+def _task_spec(name: str, n: int) -> Any:
+    from harness.specs import TaskSpec
+
+    if name.endswith("_mini"):
+        return TaskSpec(name, args={"n": n})
+    return TaskSpec(name, limit=n)
+
+
+def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
+    from harness.specs import InterventionSpec
+
+    specs = [InterventionSpec("none")]
+    for k in cfg.ablation_k:
+        for select in ("top", "bottom"):
+            args = {"select": select, "k": k, "mode": "zero", "ranking": str(ranking)}
+            specs.append(InterventionSpec("ablate", args))
+        for draw in range(cfg.random_draws):
+            args = {"select": "random", "k": k, "mode": "zero", "seed": cfg.seed,
+                    "draws": cfg.random_draws, "draw": draw}  # fmt: skip
+            specs.append(InterventionSpec("ablate", args))
+    specs.append(InterventionSpec("sap", {**cfg.sap, "seed": cfg.seed}))
+    for keep in cfg.hybrid_keep:
+        args = {"keep": keep, "window": cfg.hybrid_window, "ranking": str(ranking)}
+        specs.append(InterventionSpec("hybrid", args))
+    return specs
+
+
+def _stage(title: str) -> float:
+    print(f"\n== {title}", flush=True)
+    return time.perf_counter()
+
+
+def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> dict[str, Any]:
+    """Run every stage of the main job; return the summary (also saved as summary.json)."""
+    from harness.evaluator import run_grid
+    from harness.models.base import load_adapter
+    from harness.probes.rank import format_report, run_rank
+    from harness.registry import TASKS
+    from harness.results import write_json_atomic
+    from harness.specs import RunSpec
+
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    t = _stage(f"loading model {model_spec.name}")
+    adapter = load_adapter(model_spec)
+    timings["load_s"] = time.perf_counter() - t
+
+    rank_tasks = cfg.rank_tasks or tuple(n for n in cfg.tasks if TASKS.get(n).grounded)
+    if not rank_tasks:
+        raise ValueError("the protocol needs at least one grounded task to rank heads on")
+    t = _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
+    ranking_path = out / "rank" / "ranking.json"
+    if ranking_path.exists():
+        print(f"   reusing {ranking_path}")
+    else:
+        report = run_rank(adapter, [_task_spec(n, cfg.n_rank) for n in rank_tasks],
+                          out / "rank", seed=cfg.seed)  # fmt: skip
+        print(format_report(report))
+    timings["rank_s"] = time.perf_counter() - t
+
+    t = _stage("2/5 accuracy grid: baseline, ablation, SAP, hybrid")
+    spec = RunSpec(
+        model=model_spec,
+        tasks=tuple(_task_spec(n, cfg.n_eval) for n in cfg.tasks),
+        interventions=tuple(_interventions(cfg, ranking_path)),
+        seed=cfg.seed,
+        batch_size=cfg.batch_size,
+        output=str(out / "accuracy"),
+    )
+    results = run_grid(spec, adapter)
+    timings["accuracy_s"] = time.perf_counter() - t
+
+    t = _stage("3/5 prefill speed: dense vs hybrid (FLOP-model bound alongside)")
+    bench_path = out / "bench_hybrid.json"
+    if not bench_path.exists():
+        _bench(cfg, bench_path)
+    timings["bench_s"] = time.perf_counter() - t
+
+    t = _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
+    if not (out / "diagnose" / "diagnostics.json").exists():
+        from harness.probes.diagnose_report import run_diagnose
+
+        run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose) for n in cfg.diagnose_tasks],
+                     out / "diagnose", seed=cfg.seed)  # fmt: skip
+    timings["diagnose_s"] = time.perf_counter() - t
+
+    t = _stage("5/5 leaderboards and figures")
+    tables_text = _leaderboards(out)
+    timings["leaderboards_s"] = time.perf_counter() - t
+
+    summary = _summary(results, bench_path, out, cfg)
+    summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
+    write_json_atomic(out / "summary.json", summary)
+    print(tables_text)
+    _print_summary(summary)
+    return summary
+
+
+def _bench(cfg: ProtocolConfig, path: Path) -> None:
+    from harness.bench_hybrid import run_bench
+    from harness.results import write_json_atomic
+
+    rows = []
+    for keep in cfg.hybrid_keep:
+        rows += run_bench(lengths=cfg.bench_lengths, keep=keep, window=512, scope="attention",
+                          repeats=3, seed=cfg.seed)  # fmt: skip
+    write_json_atomic(path, {"bench": "hybrid", "rows": rows})
+
+
+def _leaderboards(out: Path) -> str:
+    from leaderboards.cli import run as leaderboard_run
+
+    args = argparse.Namespace(
+        paths=[str(out)], format="md,csv,json,latex", output=str(out / "leaderboards"),
+        all_metrics=False, universal_k=0.1, n_boot=1000, no_figures=False, quiet=True,
+    )  # fmt: skip
+    leaderboard_run(args)
+    md = out / "leaderboards" / "leaderboard.md"
+    return md.read_text(encoding="utf-8") if md.exists() else ""
+
+
+def _primary(entry: Any) -> float | None:
+    return entry.metrics[0].value if entry.metrics else None
+
+
+def _summary(results: Any, bench_path: Path, out: Path, cfg: ProtocolConfig) -> dict[str, Any]:
+    by = {(e.task, e.intervention): e for e in results.entries}
+    per_task: dict[str, dict[str, Any]] = {}
+    for task in cfg.tasks:
+        base = _primary(by[(task, "none")])
+        row: dict[str, Any] = {"metric": by[(task, "none")].metrics[0].name, "none": base}
+        for e in results.entries:
+            if e.task != task or e.intervention == "none":
+                continue
+            args = e.intervention_spec["args"]
+            name = e.intervention_spec["name"]
+            if name == "ablate":
+                key = f"ablate_{args['select']}_k{args['k']}"
+                row.setdefault(key, []).append(_primary(e))
+            elif name == "hybrid":
+                row[f"hybrid_keep{args['keep']}"] = _primary(e)
+            else:
+                row[name] = _primary(e)
+        per_task[task] = {k: _mean(v) if isinstance(v, list) else v for k, v in row.items()}
+    drops: dict[str, Any] = {}
+    for k in cfg.ablation_k:
+        for select in ("top", "bottom", "random"):
+            vals = [
+                r["none"] - r[f"ablate_{select}_k{k}"]
+                for r in per_task.values()
+                if r.get("none") is not None and r.get(f"ablate_{select}_k{k}") is not None
+            ]
+            drops[f"{select}_k{k}"] = _mean(vals)
+    bench = json.loads(bench_path.read_text()) if bench_path.exists() else {"rows": []}
+    spearman_path = out / "rank" / "spearman.json"
+    return {
+        "per_task": per_task,
+        "mean_accuracy_drop": drops,
+        "hybrid_speed": [
+            {k: r[k] for k in ("length", "keep", "window", "speedup", "bound")}
+            for r in bench["rows"]
+        ],
+        "spearman": json.loads(spearman_path.read_text()) if spearman_path.exists() else None,
+        "output": str(out),
+    }
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from tabulate import tabulate
+
+    drops = summary["mean_accuracy_drop"]
+    print("\n== summary")
+    rows = [[name, f"{v:.3f}" if v is not None else "n/a"] for name, v in drops.items()]
+    print(tabulate(rows, headers=["ablation (select_k)", "mean accuracy drop vs none"]))
+    for r in summary["hybrid_speed"]:
+        print(f"hybrid prefill (attention only) at {r['length']} tokens, keep {r['keep']}, "
+              f"W={r['window']}: {r['speedup']:.2f}× (FLOP bound {r['bound']:.2f}×)")  # fmt: skip
+    print(f"timings (s): {summary['timings_s']}")
+    print(f"everything is in {summary['output']}/ (leaderboards/leaderboard.md first)")
+
+
+def main_job(args: argparse.Namespace) -> int:
+    """Entry from ``headscope run`` when no interventions/config are given."""
+    from harness.specs import ModelSpec, SpecError
+
+    model: dict[str, Any] = {"name": args.model or "toy"}
+    if args.model_args is not None:
+        if not isinstance(args.model_args, dict):
+            raise SpecError("--model-args must be a JSON object")
+        model.update(args.model_args)
+    model_spec = ModelSpec.from_dict(model, "--model-args")
+    kwargs: dict[str, Any] = {}
+    if args.tasks:
+        kwargs["tasks"] = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    if args.limit is not None:
+        kwargs.update(n_eval=args.limit, n_rank=args.limit)
+    if args.seed is not None:
+        kwargs["seed"] = args.seed
+    if args.batch_size is not None:
+        kwargs["batch_size"] = args.batch_size
+    cfg = ProtocolConfig(**kwargs)
+    t0 = time.perf_counter()
+    run_protocol(model_spec, cfg, args.output or "headscope_out")
+    print(f"main job finished in {time.perf_counter() - t0:.0f} s")
+    return 0
