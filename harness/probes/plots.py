@@ -19,6 +19,13 @@ def plotting_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+def _integer_ticks(*axes: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in axes:
+        axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def heatmap(matrix: Any, title: str, path: str | Path) -> Path:
     """Write a layer × head heatmap of ``matrix`` (``[L, H]``) to ``path``."""
     import numpy as np
@@ -29,6 +36,7 @@ def heatmap(matrix: Any, title: str, path: str | Path) -> Path:
     fig = Figure(figsize=(max(4.0, 0.25 * heads + 2.0), max(3.0, 0.2 * layers + 1.5)))
     ax = fig.add_subplot()
     image = ax.imshow(arr, aspect="auto", origin="lower", cmap="viridis", interpolation="nearest")
+    _integer_ticks(ax.xaxis, ax.yaxis)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title)
@@ -65,6 +73,7 @@ def layer_lines(
         for label, level in (hlines or {}).get(metric, {}).items():
             ax.axhline(level, linestyle="--", linewidth=1, color="grey")
             ax.annotate(label, (0, level), fontsize=7, color="grey")
+        _integer_ticks(ax.xaxis)
         ax.set_xlabel("layer")
         ax.set_ylabel(metric)
         ax.legend(fontsize=8)
