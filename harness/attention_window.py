@@ -1,7 +1,8 @@
 """Causal sliding-window attention kernels (per head group), plus shared mask helpers.
 
 Conventions: ``q`` is (B, h, S_q, D); ``k``/``v`` are (B, h, S_kv, D) with one KV row per
-query head (callers gather KV heads for GQA); ``attention_mask`` is HF's bool mask
+query head for the reference (callers gather KV heads), or (B, h_kv, S_kv, D) with GQA
+grouping for the chunked kernel; ``attention_mask`` is HF's bool mask
 (B, 1, S_q, S_kv), True = attend, or None for "plain causal"; the first query row sits at
 absolute position ``S_kv − S_q``. A query at position p sees keys in (p − W, p] and, with
 ``sinks`` = n, the first n *real* keys (after left padding). Rows that see no key return 0,
@@ -26,6 +27,7 @@ __all__ = [
     "window_mask",
     "window_attention_reference",
     "window_attention_chunked",
+    "default_block",
 ]
 
 
@@ -100,6 +102,14 @@ def window_attention_reference(
     return masked_softmax(logits, mask) @ v
 
 
+def default_block(size: int) -> int:
+    """Query rows per block: small blocks waste fewer masked keys (W + b − 1 per row of W).
+
+    Measured on 2 CPU cores, 16 heads, W=512, 16K tokens: b=128 ≈ b=192 < 256 < 384 < 512.
+    """
+    return min(128, max(16, size))
+
+
 def window_attention_chunked(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -109,60 +119,128 @@ def window_attention_chunked(
     sinks: int = 0,
     scale: float | None = None,
     block: int | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Fast path: SDPA per query block over keys [s − W + 1, e) plus sink keys.
+    """Fast path: SDPA over query blocks, keys [s − W + 1, e) plus sink keys.
+
+    Without sinks, all interior blocks (whose key span starts at or after key 0) go through
+    one SDPA call: keys are an overlapping strided *view* (no copy), blocks are the batch
+    dimension and the band mask (b, W + b − 1) is shared by every block. The first blocks,
+    the tail and every block with sinks take the per-block loop.
 
     Args:
         q: (B, h, S_q, D) queries.
-        k: (B, h, S_kv, D) keys (one per query head).
-        v: (B, h, S_kv, D) values.
+        k: (B, h_kv, S_kv, D) keys; ``h_kv`` divides ``h`` and query head i reads KV head
+            ``i // (h // h_kv)`` (GQA, as SDPA's ``enable_gqa``), so KV is never copied
+            per query head.
+        v: (B, h_kv, S_kv, D) values.
         attention_mask: HF bool mask (B, 1, S_q, S_kv) or None.
         size: Window W.
         sinks: Number of sink tokens (first real tokens).
         scale: Softmax scale (default D^-1/2).
-        block: Query rows per block (default min(256, max(64, W)); 256 measured best at 8K).
+        block: Query rows per block (default :func:`default_block`).
+        out: Optional (B, h, S_q, D) tensor (may be a strided view) written in place.
 
     Returns:
-        (B, h, S_q, D) attention outputs.
+        (B, h, S_q, D) attention outputs (``out`` when given).
     """
+    batch, heads, q_len, _ = q.shape
+    block = max(1, block or default_block(size))
+    if out is None:
+        out = q.new_empty(batch, heads, q_len, v.shape[-1])
+    lo, hi = (0, 0) if sinks else _bulk(q, k, v, attention_mask, size, scale, block, out)
+    start = first_real(attention_mask, batch, q.device) if sinks else None
+    for s, e in _spans(0, lo, block) + _spans(hi, q_len, block):
+        _one_block(q, k, v, attention_mask, size, (sinks, start), scale, (s, e), out)
+    return out
+
+
+def _spans(lo: int, hi: int, block: int) -> list[tuple[int, int]]:
+    return [(s, min(s + block, hi)) for s in range(lo, hi, block)]
+
+
+def _bulk(q, k, v, attention_mask, size: int, scale, block: int, out) -> tuple[int, int]:
+    """All interior blocks in one SDPA call per batch row; returns the query rows done."""
     import torch
     import torch.nn.functional as F  # noqa: N812
 
     batch, heads, q_len, dim = q.shape
     kv_len = k.shape[2]
     offset = kv_len - q_len
-    block = block or min(256, max(64, size))
-    out = q.new_empty(batch, heads, q_len, v.shape[-1])
-    start = first_real(attention_mask, batch, q.device) if sinks else None
-    sink_idx = None
+    # Block i covers query rows [i·b, (i+1)·b) and keys from offset + i·b − W + 1.
+    first = -(-max(0, size - 1 - offset) // block)
+    count = q_len // block - first
+    if count < 2:
+        return 0, 0
+    lo, hi, span = first * block, (first + count) * block, size + block - 1
+    k0 = offset + lo - size + 1
+    rel = torch.arange(block, device=q.device)[:, None] + (size - 1)
+    rel = rel - torch.arange(span, device=q.device)[None, :]
+    band = (rel >= 0) & (rel < size)  # [q_row, key] of every block
+    gqa = k.shape[1] != heads
+    for b in range(batch):
+        ks, vs = (_block_view(t[b], k0, block, span, count) for t in (k, v))
+        qs = q[b, :, lo:hi].unflatten(1, (count, block)).transpose(0, 1)
+        mask = band
+        if attention_mask is not None:
+            am = attention_mask[b, 0]  # [q_pos, k_pos], possibly broadcast (stride 0)
+            sq, sk = am.stride()
+            view = am.as_strided(
+                (count, 1, block, span),
+                (block * (sq + sk), 0, sq, sk),
+                am.storage_offset() + lo * sq + k0 * sk,
+            )
+            mask = view & band
+        res = F.scaled_dot_product_attention(
+            qs, ks, vs, attn_mask=mask, scale=scale, enable_gqa=gqa
+        )  # [block_idx, head, row, dim]
+        out[b, :, lo:hi].unflatten(1, (count, block)).transpose(0, 1).copy_(res)
+    return lo, hi
+
+
+def _block_view(t, start: int, step: int, span: int, count: int):
+    """(count, h, span, D) overlapping view of t (h, S, D): block i = rows start + i·step."""
+    sh, ss, sd = t.stride()
+    shape = (count, t.shape[0], span, t.shape[2])
+    return t.as_strided(shape, (step * ss, sh, ss, sd), t.storage_offset() + start * ss)
+
+
+def _one_block(q, k, v, attention_mask, size: int, sink_info, scale, rows, out) -> None:
+    """Query rows [s, e): SDPA over keys [s − W + 1, e) (+ sink keys gathered in front).
+
+    ``sink_info`` is (sinks, first real key per batch row or None).
+    """
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    batch, heads, q_len, dim = q.shape
+    kv_heads, kv_len = k.shape[1], k.shape[2]
+    offset = kv_len - q_len
+    (sinks, start), (s, e) = sink_info, rows
+    q_pos = torch.arange(offset + s, offset + e, device=q.device)
+    ks = max(0, offset + s - size + 1)
+    k_pos = torch.arange(ks, offset + e, device=q.device)
+    rel = q_pos[:, None] - k_pos[None, :]
+    mask = ((rel >= 0) & (rel < size)).view(1, 1, e - s, -1)
+    kb, vb = k[:, :, ks : offset + e], v[:, :, ks : offset + e]
     if sinks:
         sink_idx = (start[:, None] + torch.arange(sinks, device=q.device)).clamp(max=kv_len - 1)
-        gather = sink_idx.view(batch, 1, sinks, 1).expand(batch, heads, sinks, dim)
-        k_sink, v_sink = k.gather(2, gather), v.gather(2, gather.expand(-1, -1, -1, v.shape[-1]))
-    for s in range(0, q_len, block):
-        e = min(s + block, q_len)
-        q_pos = torch.arange(offset + s, offset + e, device=q.device)
-        ks = max(0, offset + s - size + 1)
-        k_pos = torch.arange(ks, offset + e, device=q.device)
-        rel = q_pos[:, None] - k_pos[None, :]
-        mask = ((rel >= 0) & (rel < size)).view(1, 1, e - s, -1)
-        if sinks:  # sinks that fall inside this key slice but outside the band
-            in_sink = k_pos.view(1, 1, 1, -1) < start.view(batch, 1, 1, 1) + sinks
-            mask = mask | ((rel >= 0).view(1, 1, e - s, -1) & in_sink)
+        # sinks that fall inside this key slice but outside the band
+        in_sink = k_pos.view(1, 1, 1, -1) < start.view(batch, 1, 1, 1) + sinks
+        mask = mask | ((rel >= 0).view(1, 1, e - s, -1) & in_sink)
+    if attention_mask is not None:
+        mask = mask & attention_mask[:, :, s:e, ks : offset + e]
+    if sinks:
+        # Sinks already inside the band are masked here so they are not counted twice.
+        sm = (sink_idx[:, None, :] < ks) & (sink_idx[:, None, :] <= q_pos[None, :, None])
         if attention_mask is not None:
-            mask = mask & attention_mask[:, :, s:e, ks : offset + e]
-        kb, vb = k[:, :, ks : offset + e], v[:, :, ks : offset + e]
-        if sinks:
-            # Sinks already inside the band are masked here so they are not counted twice.
-            sm = (sink_idx[:, None, :] < ks) & (sink_idx[:, None, :] <= q_pos[None, :, None])
-            if attention_mask is not None:
-                rows = attention_mask[:, 0, s:e]
-                sm = sm & rows.gather(-1, sink_idx[:, None, :].expand(-1, e - s, -1))
-            mask = torch.cat(
-                [sm[:, None].expand(-1, 1, -1, -1), mask.expand(batch, -1, -1, -1)], -1
-            )
-            kb, vb = torch.cat([k_sink, kb], 2), torch.cat([v_sink, vb], 2)
-        out[:, :, s:e] = F.scaled_dot_product_attention(
-            q[:, :, s:e], kb, vb, attn_mask=mask, scale=scale
-        )
-    return out
+            rows = attention_mask[:, 0, s:e]
+            sm = sm & rows.gather(-1, sink_idx[:, None, :].expand(-1, e - s, -1))
+        mask = torch.cat([sm[:, None].expand(-1, 1, -1, -1), mask.expand(batch, -1, -1, -1)], -1)
+        gather = sink_idx.view(batch, 1, sinks, 1).expand(batch, kv_heads, sinks, dim)
+        k_sink = k.gather(2, gather)
+        v_sink = v.gather(2, gather[..., :1].expand(-1, -1, -1, v.shape[-1]))
+        kb, vb = torch.cat([k_sink, kb], 2), torch.cat([v_sink, vb], 2)
+    out[:, :, s:e] = F.scaled_dot_product_attention(
+        q[:, :, s:e], kb, vb, attn_mask=mask, scale=scale, enable_gqa=kv_heads != heads
+    )

@@ -1,15 +1,17 @@
 """``headscope bench hybrid``: prefill time of CoRe-guided hybrid attention vs dense.
 
 Builds a random-weight decoder (transformers' Qwen2 / Qwen3 text model classes) with a real
-model's layer geometry and a few layers, then times dense vs hybrid prefill on identical inputs,
-interleaving repetitions, through the ``headscope`` dispatch (dense = empty plan, which is
-bit-identical to sdpa). Hybrid keeps ``ceil(keep · H)`` heads per layer full and gives every
-other head a causal sliding window of ``--window`` keys (plus ``--sinks``). Each row carries the
-FLOP-model bound of metrics.md computed with the fraction of heads actually kept.
+model's layer geometry (``--geometry``) and a few layers, then times dense vs hybrid prefill on
+identical inputs, interleaving repetitions, through the ``headscope`` dispatch (dense = empty
+plan, which is bit-identical to sdpa). Hybrid keeps ``ceil(keep · H)`` heads per layer full and
+gives every other head a causal sliding window of ``--window`` keys (plus ``--sinks``). Each
+row carries the median times, the speedup and, next to it, the FLOP-model bound of metrics.md
+computed with the fraction of heads actually kept.
 
-``--scope attention`` times one layer's attention function alone on random q/k/v;
-``--scope layer`` (default) times the whole decoder forward. Also reported: the empty-plan
-dispatch overhead against plain sdpa.
+``--scope attention`` times one layer's attention function alone on random q/k/v (laid out as
+HF passes them); ``--scope layer`` (default) times the whole decoder forward. Also reported:
+the empty-plan dispatch overhead against plain sdpa (``dispatch_overhead``). ``--device cuda``
+synchronizes around every timing.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from typing import Any
 
 from harness.heads import Geometry
 
-__all__ = ["PRESETS", "flop_speedup_bound", "run_bench", "main"]
+__all__ = ["GEOMETRIES", "PRESETS", "ALIASES", "flop_speedup_bound", "run_bench", "main"]
 
-PRESETS: dict[str, dict[str, Any]] = {
+GEOMETRIES: dict[str, dict[str, Any]] = {
     "default": {"arch": "qwen2", "geometry": Geometry(2, 16, 4, 64, 1024, 2816)},
     "qwen3-vl-4b": {"arch": "qwen3", "geometry": Geometry(36, 32, 8, 128, 2560, 9728)},
     "qwen2-7b": {"arch": "qwen2", "geometry": Geometry(28, 28, 4, 128, 3584, 18944)},
     "tiny": {"arch": "qwen3", "geometry": Geometry(2, 8, 2, 16, 128, 256)},  # smoke tests
 }
+ALIASES = {"llava-onevision-7b": "qwen2-7b"}  # LLaVA-OneVision-7B's LM is Qwen2-7B
+for _alias, _name in ALIASES.items():
+    GEOMETRIES[_alias] = GEOMETRIES[_name]
+PRESETS = GEOMETRIES  # former name, still read by bench ram
 
 
 def flop_speedup_bound(
@@ -87,15 +93,29 @@ def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) ->
     return Plan({la: LayerPlan(window={h: w for h in range(kept, heads)}) for la in range(layers)})
 
 
-def _timed(fn: Any) -> float:
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _timed(fn: Any, device: str) -> float:
+    _sync(device)
     start = time.perf_counter()
     fn()
+    _sync(device)
     return (time.perf_counter() - start) * 1000.0
+
+
+def kept_heads(keep: float, heads: int) -> int:
+    """Heads kept full: ``keep · heads`` rounded up to whole heads (float noise ignored)."""
+    return max(0, min(heads, math.ceil(keep * heads - 1e-9)))
 
 
 def run_bench(
     *,
-    preset: str = "default",
+    geometry: str = "default",
     layers: int = 2,
     lengths: tuple[int, ...] = (8192, 16384),
     keep: float = 0.1,
@@ -104,52 +124,81 @@ def run_bench(
     repeats: int = 3,
     scope: str = "layer",
     dtype: str = "float32",
+    device: str = "cpu",
     threads: int | None = None,
     seed: int = 0,
+    warmup: int = 1,
+    preset: str | None = None,
 ) -> list[dict]:
-    """Time dense vs hybrid prefill; return one row per length (see module docstring)."""
+    """Time dense vs hybrid prefill; return one row per length (see module docstring).
+
+    Args:
+        geometry: A name of :data:`GEOMETRIES` (or of :data:`ALIASES`).
+        layers: Decoder layers built (``scope="layer"``).
+        lengths: Prefill lengths (tokens, batch 1, no padding).
+        keep: Fraction of heads kept full per layer (rounded up to whole heads).
+        window: Sliding window W of the other heads.
+        sinks: Attention-sink tokens of the windowed heads.
+        repeats: Timed repetitions; sdpa, dense and hybrid are interleaved in each.
+        scope: ``attention`` (one layer's attention function) or ``layer`` (whole forward).
+        dtype: ``float32`` or ``bfloat16``.
+        device: ``cpu`` or ``cuda``.
+        threads: torch CPU threads (default: torch's choice).
+        seed: Weights and inputs seed.
+        warmup: Untimed runs of each variant per length.
+        preset: Former name of ``geometry``; wins when given.
+
+    Returns:
+        Rows with ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, sdpa_ms,
+        dispatch_overhead`` (dense / sdpa − 1), the raw times and the settings.
+    """
     import torch
 
+    name = ALIASES.get(preset or geometry, preset or geometry)
     if threads:
         torch.set_num_threads(threads)
-    spec = PRESETS[preset]
+    spec = GEOMETRIES[name]
     geo: Geometry = spec["geometry"]
     torch_dtype = getattr(torch, dtype)
-    kept = min(geo.num_heads, math.ceil(keep * geo.num_heads))
+    kept = kept_heads(keep, geo.num_heads)
     plan = _hybrid_plan(layers, geo.num_heads, kept, window, sinks)
     settings = {
-        "preset": preset, "arch": spec["arch"], "layers": layers, "dtype": dtype,
-        "device": "cpu", "threads": torch.get_num_threads(), "scope": scope, "sinks": sinks,
-        "repeats": repeats, "heads_kept_per_layer": kept,
-        "geometry": {"hidden": geo.hidden_size, "heads": geo.num_heads,
-                     "kv_heads": geo.num_kv_heads, "head_dim": geo.head_dim,
-                     "ffn": geo.intermediate_size},
+        "geometry": name, "arch": spec["arch"], "layers": layers if scope == "layer" else 1,
+        "dtype": dtype, "device": device, "threads": torch.get_num_threads(), "scope": scope,
+        "sinks": sinks, "repeats": repeats, "heads_kept_per_layer": kept,
+        "kept_fraction": round(kept / geo.num_heads, 4),
+        "dims": {"hidden": geo.hidden_size, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
+                 "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
-    model = None
-    if scope == "layer":
-        model = _build(spec["arch"], geo, layers, torch_dtype, seed)
+    model = _build(spec["arch"], geo, layers, torch_dtype, seed) if scope == "layer" else None
+    if model is not None:
+        model.to(device)
     rows = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)
-        times: dict[str, list[float]] = {"sdpa": [], "dense": [], "hybrid": []}
         if model is not None:
-            run = _layer_runners(model, torch.randint(0, 1024, (1, n), generator=gen), plan)
+            ids = torch.randint(0, 1024, (1, n), generator=gen).to(device)
+            run = _layer_runners(model, ids, plan)
         else:
-            run = _attention_runners(geo, n, torch_dtype, gen, plan)
-        for fn in run.values():  # warm-up (allocator, thread pools) not timed
-            fn()
-        for _ in range(repeats):
-            for name, fn in run.items():
-                times[name].append(_timed(fn))
-        med = {name: statistics.median(vals) for name, vals in times.items()}
+            run = _attention_runners(geo, n, torch_dtype, gen, plan, device)
+        for _ in range(warmup):  # allocator, thread pools: not timed
+            for fn in run.values():
+                fn()
+        times: dict[str, list[float]] = {variant: [] for variant in run}
+        order = list(run)
+        for rep in range(repeats):  # rotate the order so no variant always runs first
+            for variant in order[rep % 3 :] + order[: rep % 3]:
+                times[variant].append(_timed(run[variant], device))
+        med = {variant: statistics.median(vals) for variant, vals in times.items()}
+        bound = flop_speedup_bound(geo, n, window, kept / geo.num_heads, linear=scope == "layer")
         rows.append({
             "length": n, "keep": keep, "window": window,
             "dense_ms": round(med["dense"], 2), "hybrid_ms": round(med["hybrid"], 2),
-            "speedup": round(med["dense"] / med["hybrid"], 3),
-            "bound": round(flop_speedup_bound(geo, n, window, kept / geo.num_heads,
-                                              linear=scope == "layer"), 3),
+            "speedup": round(med["dense"] / med["hybrid"], 3), "bound": round(bound, 3),
+            "of_bound": round(med["dense"] / med["hybrid"] / bound, 3),
             "sdpa_ms": round(med["sdpa"], 2),
             "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
+            "times_ms": {k: [round(x, 1) for x in v] for k, v in times.items()},
             **settings,
         })  # fmt: skip
     return rows
@@ -180,15 +229,17 @@ def _layer_runners(model: Any, ids: Any, plan: Any) -> dict[str, Any]:
     return {"sdpa": lambda: fwd(None), "dense": lambda: fwd(empty), "hybrid": lambda: fwd(plan)}
 
 
-def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any) -> dict:
+def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any, device: str):
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     from harness.dispatch import headscope_attention
 
-    q = torch.randn(1, geo.num_heads, n, geo.head_dim, generator=gen).to(dtype)
-    k = torch.randn(1, geo.num_kv_heads, n, geo.head_dim, generator=gen).to(dtype)
-    v = torch.randn(1, geo.num_kv_heads, n, geo.head_dim, generator=gen).to(dtype)
+    def rand(heads: int) -> Any:  # (1, S, h, D) transposed: the layout HF's modules pass
+        x = torch.randn(1, n, heads, geo.head_dim, generator=gen).to(device, dtype)
+        return x.transpose(1, 2)
+
+    q, k, v = rand(geo.num_heads), rand(geo.num_kv_heads), rand(geo.num_kv_heads)
     dense_mod = _FakeAttention(geo.group_size, None)
     hybrid_mod = _FakeAttention(geo.group_size, plan.layers[0])
     return {
@@ -211,30 +262,36 @@ class _FakeAttention:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: ``headscope bench hybrid [options]``; prints a table or ``--json``."""
     parser = argparse.ArgumentParser(prog="headscope bench hybrid", description=__doc__)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    parser.add_argument("--geometry", "--preset", dest="geometry", default="default",
+                        choices=sorted(GEOMETRIES), help="decoder layer geometry")  # fmt: skip
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--lengths", default="8192,16384", help="comma-separated")
     parser.add_argument("--keep", type=float, default=0.1, help="fraction of heads kept full")
     parser.add_argument("--window", type=int, default=512)
     parser.add_argument("--sinks", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs per variant")
     parser.add_argument("--scope", choices=("attention", "layer"), default="layer")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
     args = parser.parse_args(argv)
+    if not (args.device == "cpu" or args.device.startswith("cuda")):
+        parser.error(f"--device must be cpu or cuda, not {args.device!r}")
     rows = run_bench(
-        preset=args.preset, layers=args.layers,
+        geometry=args.geometry, layers=args.layers,
         lengths=tuple(int(x) for x in args.lengths.split(",") if x),
         keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
-        scope=args.scope, dtype=args.dtype, threads=args.threads, seed=args.seed,
+        scope=args.scope, dtype=args.dtype, device=args.device, threads=args.threads,
+        seed=args.seed, warmup=args.warmup,
     )  # fmt: skip
     if args.json:
         print(json.dumps({"rows": rows}))
         return 0
     cols = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound",
-            "sdpa_ms", "dispatch_overhead")  # fmt: skip
+            "of_bound", "sdpa_ms", "dispatch_overhead")  # fmt: skip
     print("  ".join(f"{c:>17}" for c in cols))
     for row in rows:
         print("  ".join(f"{row[c]!s:>17}" for c in cols))

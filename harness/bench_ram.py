@@ -38,8 +38,6 @@ from harness.bench_ram_worker import MARK
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]
 
-_ROW_KEYS = ("probe_peak_mb", "eager_peak_mb", "probe_ms", "eager_ms")
-
 
 def estimate_eager_gb(length: int, heads: int, layers: int) -> float:
     """Estimated attention-probability memory of eager ``output_attentions`` in GiB."""

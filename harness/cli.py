@@ -163,6 +163,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return main_job(args)
     spec = spec_from_args(args)
     results = run_grid(spec)
+    if results is None:  # a non-zero rank of a sharded run: rank 0 reports
+        return 0
     _print_summary(results)
     print(f"\nresults: {spec.output}/results.json")
     return 0

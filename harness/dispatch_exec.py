@@ -33,24 +33,84 @@ def _per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Te
     return tensor[:, [h // group for h in heads]]
 
 
-def _dense_subset(query, key, value, attention_mask, heads: list[int], group: int, scale):
+def _gqa_batches(heads: list[int], group: int) -> list[tuple[list[int], list[int]]]:
+    """SDPA-GQA batches (query heads, KV heads): query head j reads KV head j // count.
+
+    KV heads with the same number of selected query heads share a batch, so K/V are never
+    copied per query head (a hybrid plan keeping few heads full leaves most groups whole).
+    """
+    by_kv: dict[int, list[int]] = {}
+    for h in sorted(heads):
+        by_kv.setdefault(h // group, []).append(h)
+    by_count: dict[int, tuple[list[int], list[int]]] = {}
+    for kv, members in sorted(by_kv.items()):
+        qh, kvh = by_count.setdefault(len(members), ([], []))
+        qh.extend(members)
+        kvh.append(kv)
+    return list(by_count.values())
+
+
+def _take(tensor: torch.Tensor, idx: list[int]) -> torch.Tensor:
+    """tensor[:, idx] as a view when idx is a contiguous range (no copy), else gathered."""
+    if idx == list(range(idx[0], idx[0] + len(idx))):
+        return tensor[:, idx[0] : idx[0] + len(idx)]
+    return tensor[:, idx]
+
+
+def _out_view(out: torch.Tensor, heads: list[int]) -> torch.Tensor | None:
+    """(B, h, S, D) view of ``out`` (B, S, H, D) for a contiguous head range, else None."""
+    if heads != list(range(heads[0], heads[0] + len(heads))):
+        return None
+    return out[:, :, heads[0] : heads[0] + len(heads)].transpose(1, 2)
+
+
+def _dense_subset(out, query, key, value, attention_mask, heads: list[int], group: int, scale):
+    """Full causal SDPA for ``heads`` (GQA-batched), written into ``out`` (B, S, H, D)."""
     import torch.nn.functional as F  # noqa: N812
 
     q_len, kv_len = query.shape[2], key.shape[2]
     mask, causal = attention_mask, False
     if mask is None and q_len > 1:
         if q_len == kv_len:
-            causal = True
+            causal = True  # no explicit mask: SDPA skips the blocks above the diagonal
         else:
             mask = full_bool_mask(None, query.shape[0], q_len, kv_len, query.device)
-    return F.scaled_dot_product_attention(
-        query[:, heads],
-        _per_head_kv(key, heads, group),
-        _per_head_kv(value, heads, group),
-        attn_mask=mask,
-        is_causal=causal,
-        scale=scale,
-    )
+    for qh, kvh in _gqa_batches(heads, group):
+        res = F.scaled_dot_product_attention(
+            _take(query, qh),
+            _take(key, kvh),
+            _take(value, kvh),
+            attn_mask=mask,
+            is_causal=causal,
+            scale=scale,
+            enable_gqa=len(qh) != len(kvh),
+        )
+        _write(out, qh, res)
+
+
+def _write(out: torch.Tensor, heads: list[int], res: torch.Tensor) -> None:
+    """out[:, :, heads] = res (B, h, S, D) transposed."""
+    view = _out_view(out, heads)
+    if view is not None:
+        view.copy_(res)
+    else:
+        out[:, :, heads] = res.transpose(1, 2).to(out.dtype)
+
+
+def _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel_name):
+    kernel = WINDOW_KERNELS[kernel_name]
+    for (size, sinks), members in _groups(windows).items():
+        if kernel is not window_attention_chunked:  # the reference takes one KV row per head
+            k, v = _per_head_kv(key, members, group), _per_head_kv(value, members, group)
+            res = kernel(query[:, members], k, v, attention_mask, size, sinks, scale)
+            out[:, :, members] = res.transpose(1, 2).to(out.dtype)
+            continue
+        for qh, kvh in _gqa_batches(members, group):
+            view = _out_view(out, qh)  # written in place when the heads are contiguous
+            k, v, q = _take(key, kvh), _take(value, kvh), _take(query, qh)
+            res = kernel(q, k, v, attention_mask, size, sinks, scale, out=view)
+            if view is None:
+                out[:, :, qh] = res.transpose(1, 2).to(out.dtype)
 
 
 def run_layer_plan(
@@ -85,26 +145,14 @@ def run_layer_plan(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     else:
-        out = query.new_zeros(batch, q_len, heads, value.shape[-1])
+        # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
+        out = query.new_empty(batch, q_len, heads, value.shape[-1])
         # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
         skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
         dense = [h for h in range(heads) if h not in windows and h not in skip]
         if dense:
-            out[:, :, dense] = _dense_subset(
-                query, key, value, attention_mask, dense, group, scale
-            ).transpose(1, 2)
-        kernel = WINDOW_KERNELS[window_kernel]
-        for (size, sinks), members in _groups(windows).items():
-            res = kernel(
-                query[:, members],
-                _per_head_kv(key, members, group),
-                _per_head_kv(value, members, group),
-                attention_mask,
-                size,
-                sinks,
-                scale,
-            )
-            out[:, :, members] = res.transpose(1, 2).to(out.dtype)
+            _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
+        _windowed(out, query, key, value, attention_mask, windows, group, scale, window_kernel)
     if lp.ablate:
         _ablate(out, lp, query, key, value, attention_mask, group)
     if lp.prior:

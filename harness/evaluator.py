@@ -14,6 +14,7 @@ import hashlib
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,10 @@ def run_grid(
     if adapter is None:
         from harness.models.base import load_adapter
 
-        adapter = load_adapter(spec.model)
+        model_spec = spec.model
+        if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
+            model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
+        adapter = load_adapter(model_spec)
     entries: list[ResultEntry] = []
     metric_defs: dict[str, list[MetricDefRecord]] = {}
     provenance = collect_provenance(adapter)

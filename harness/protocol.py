@@ -108,7 +108,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     """Run every stage of the main job; return the summary (also saved as summary.json)."""
     from harness.evaluator import run_grid
     from harness.models.base import load_adapter
-    from harness.probes.rank import format_report, run_rank
+    from harness.probes.rank import run_rank
+    from harness.probes.rank_cli import format_report
     from harness.registry import TASKS
     from harness.results import write_json_atomic
     from harness.specs import RunSpec
@@ -152,7 +153,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     timings["bench_s"] = time.perf_counter() - t
 
     t = _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
-    if not (out / "diagnose" / "diagnostics.json").exists():
+    if not (out / "diagnose" / "diagnostics_paper.json").exists():
         from harness.probes.diagnose_report import run_diagnose
 
         run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose) for n in cfg.diagnose_tasks],

@@ -178,6 +178,8 @@ def main(argv=None):
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--ckpt-every", type=int, default=250)
     ap.add_argument("--max-minutes", type=float, default=1e9)
+    ap.add_argument("--image-boost", type=float, default=1.0, help="early single-image weight")
+    ap.add_argument("--boost-steps", type=int, default=0)
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -213,7 +215,10 @@ def main(argv=None):
     bar = tqdm(total=total, initial=step, mininterval=20, desc="train_toy")
     while step < total:
         rng = random.Random(f"{args.data_seed}|{step}")
-        kind = KINDS[rng.randrange(len(KINDS))]
+        # Curriculum: single-image kinds (3x cheaper) are over-sampled early on.
+        boost = args.image_boost if step < args.boost_steps else 1.0
+        weights = [boost if k in ("pope", "refcocog", "mmmu") else 1.0 for k in KINDS]
+        kind = rng.choices(KINDS, weights)[0]
         first = step * args.batch  # each step owns a disjoint index range of every kind
         samples = [
             generate_sample(kind, "train", first + i, args.data_seed) for i in range(args.batch)

@@ -86,7 +86,9 @@ def to_request(
     flat: list[Any] = []
     for v in visuals or ():
         flat.extend(v if isinstance(v, list | tuple) else [v])
-    videos = [v for v in flat if isinstance(v, str | Path) and str(v).lower().endswith(VIDEO_SUFFIXES)]
+    videos = [
+        v for v in flat if isinstance(v, str | Path) and str(v).lower().endswith(VIDEO_SUFFIXES)
+    ]
     if videos:
         if len(videos) != 1 or len(flat) != 1:
             raise ValueError("a request may carry one video and nothing else")

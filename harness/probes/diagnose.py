@@ -247,9 +247,10 @@ def _correctness(adapter, task, doc, request, seed: int, threshold: float) -> di
     generation = adapter.generate([request])[0]
     scores = task.score(doc, generation, ScoringContext(parse_box=adapter.parse_box, seed=seed))
     value = scores.get(metric)
+    text = generation.text[:200]  # enough to eyeball the answer in the file
     if value is None:
-        return {"metric": metric, "score": None, "correct": None, "output": generation.text}
+        return {"metric": metric, "score": None, "correct": None, "output": text}
     value = float(value)
     higher = task.metrics[0].higher_is_better
     correct = value >= threshold if higher else value <= threshold
-    return {"metric": metric, "score": value, "correct": correct, "output": generation.text}
+    return {"metric": metric, "score": value, "correct": correct, "output": text}

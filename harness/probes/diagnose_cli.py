@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes.diagnose_report import run_diagnose, table
     from harness.probes.record import ProbeError
     from harness.registry import INTERVENTIONS
-    from harness.task_api import build_task
+    from harness.task_api import TaskLoadError, build_task
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             plots=not args.no_plots,
         )
-    except ProbeError as exc:
+    except (ProbeError, TaskLoadError) as exc:
         print(f"headscope diagnose: {exc}", file=sys.stderr)
         return 1
     print(table(report.docs))

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes._cli import load_model, task_specs_from_args
     from harness.probes.rank import run_rank
     from harness.probes.record import ProbeError
-    from harness.task_api import build_task
+    from harness.task_api import TaskLoadError, build_task
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             plots=not args.no_plots,
         )
-    except ProbeError as exc:
+    except (ProbeError, TaskLoadError) as exc:
         print(f"headscope rank: {exc}", file=sys.stderr)
         return 1
     print(format_report(report))

@@ -1,0 +1,324 @@
+"""The lmms-eval plugin, offline: ``simple_evaluate`` on a local task with the bundled model.
+
+A small generate task and a log-likelihood task are written to a temporary include path (JSON
+data + PNG images built from ``pope_mini``'s documents, through headscope's own task so the
+prompts and images are exactly the ones the harness uses). One subprocess (lmms-eval patches
+globals on import: loguru, filelock, ssl) runs lmms-eval three times into one response cache —
+baseline, an ablation, the baseline again — and headscope's own evaluator on the same documents.
+The plugin must reproduce the evaluator's outputs and token counts for both interventions, the
+two interventions must get separate cache entries, and the repeated baseline must come from the
+cache without touching the model.
+
+The model is the bundled toy when its assets are present, else a tiny random LLaVA saved to a
+temporary directory. lmms-eval comes from ``pip install -e '.[lmms]'`` plus
+``pip install --no-deps -r requirements/lmms.txt`` (done by ``.ci/run``); without it the test
+skips, except under CI where a missing lmms-eval is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+N = 6
+ABLATION = {"select": "random", "k": 0.9, "mode": "zero", "seed": 0}
+TASK_YAML = """
+task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: {output_type}
+doc_to_visual: !function probe_utils.doc_to_visual
+doc_to_text: !function probe_utils.doc_to_text
+doc_to_target: answer
+{extra}
+"""
+GENERATE_EXTRA = """
+generation_kwargs:
+  max_new_tokens: 8
+  temperature: 0
+  do_sample: false
+  until: ["<never-generated>"]
+process_results: !function probe_utils.process_generation
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+"""
+LL_EXTRA = """
+process_results: !function probe_utils.process_loglikelihood
+metric_list:
+  - metric: logprob
+    aggregation: mean
+    higher_is_better: true
+"""
+UTILS = """
+import ast
+
+from PIL import Image
+
+
+def doc_to_visual(doc):
+    with Image.open(doc["image"]) as im:
+        return [im.convert("RGB")]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return doc["text"]
+
+
+def process_generation(doc, results):
+    return {"exact_match": float(results[0] == doc["answer"])}
+
+
+def process_loglikelihood(doc, results):
+    return {"logprob": as_pair(results[0])[0]}
+
+
+def as_pair(response):
+    # lmms-eval 0.7.3's evaluator turns every non-text response into str() (its
+    # unwrap_generation_output fallback), so a (logprob, greedy) pair arrives as its repr
+    return ast.literal_eval(response) if isinstance(response, str) else response
+"""
+
+if importlib.util.find_spec("lmms_eval") is None:
+    if os.environ.get("CI"):
+        pytest.fail(
+            "lmms-eval is not installed: .ci/run must install requirements/lmms.txt",
+            pytrace=False,
+        )
+    pytest.skip(
+        "lmms-eval not installed (pip install -e '.[lmms]' && "
+        "pip install --no-deps -r requirements/lmms.txt)",
+        allow_module_level=True,
+    )
+
+
+def _model_spec(tmp: Path) -> dict:
+    from harness.models.toy import TOY_DIR
+
+    if (TOY_DIR / "config.json").is_file():
+        return {"name": "toy"}
+    from harness.testing import tiny_processors as tp
+    from harness.testing.tiny import build_tiny_model
+
+    build_tiny_model("llava").save_pretrained(tmp)
+    tp.tiny_llava_processor().save_pretrained(tmp)
+    return {"name": "llava", "pretrained": str(tmp)}
+
+
+def _write_tasks(root: Path) -> list[dict]:
+    """The include path (its name must not shadow headscope's ``tasks`` package)."""
+    from harness.registry import TASKS
+
+    task = TASKS.get("pope_mini")()
+    root.mkdir()
+    rows = []
+    for doc in task.load(split="test", limit=N)[:N]:
+        request = task.request(doc)
+        image = root / f"{doc.doc_id}.png"
+        request.images[0].save(image)
+        rows.append({"doc_id": doc.doc_id, "text": request.text, "answer": doc.answer})
+        rows[-1]["image"] = str(image)
+    data = root / "probe.json"
+    data.write_text(json.dumps(rows), encoding="utf-8")
+    (root / "probe_utils.py").write_text(UTILS, encoding="utf-8")
+    for name, kind, extra in (
+        ("headscope_probe", "generate_until", GENERATE_EXTRA),
+        ("headscope_probe_ll", "loglikelihood", LL_EXTRA),
+    ):
+        text = TASK_YAML.format(name=name, data=data, output_type=kind, extra=extra)
+        (root / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return rows
+
+
+def _model_args(spec: dict, intervention: str, args: dict | None = None) -> str:
+    parts = [f"family={spec['name']}"]
+    if "pretrained" in spec:
+        parts.append(f"pretrained={spec['pretrained']}")
+    parts.append(f"intervention={intervention}")
+    if args is not None:
+        parts.append("intervention_args=" + json.dumps(args, separators=(",", ":")))
+    return ",".join(parts)
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lmms")
+    spec = _model_spec(tmp / "model")
+    rows = _write_tasks(tmp / "lmms_include")
+    base = _model_args(spec, "none")
+    ablate = _model_args(spec, "ablate", ABLATION)
+    config = {
+        "include_path": str(tmp / "lmms_include"),
+        "cache": str(tmp / "cache"),
+        "model_spec": spec,
+        "output": str(tmp / "headscope_out"),
+        "runs": [
+            {"model_args": base, "tasks": ["headscope_probe", "headscope_probe_ll"]},
+            {"model_args": ablate, "tasks": ["headscope_probe"]},
+            {"model_args": base, "tasks": ["headscope_probe"]},
+        ],
+    }
+    for i, run in enumerate(config["runs"]):
+        run["timing_log"] = str(tmp / f"timing{i}.jsonl")
+    (tmp / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(HF_HOME=str(tmp / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    env.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    repo = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, __file__, str(tmp / "config.json")],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    print([l for l in proc.stderr.splitlines() if l.startswith("T ")])
+    result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
+    return result, rows, config
+
+
+def test_plugin_reproduces_headscope_outputs_for_each_intervention(outcome):
+    result, rows, _ = outcome
+    base, ablated, _ = result["runs"]
+    for run, label in ((base, "none"), (ablated, "ablate")):
+        reference = result["headscope"][label]
+        assert [s["resp"] for s in run["samples"]] == [r["output"] for r in reference]
+        assert [s["token_counts"] for s in run["samples"]] == [
+            {
+                "input_tokens": r["timing"]["prompt_tokens"],
+                "output_tokens": r["timing"]["output_tokens"],
+            }
+            for r in reference
+        ]
+        correct = [r["output"] == row["answer"] for r, row in zip(reference, rows)]
+        assert run["metrics"]["headscope_probe"]["exact_match,none"] == sum(correct) / N
+    # the ablation changes what the model says (what the two runs are compared for)
+    assert [s["resp"] for s in base["samples"]] != [s["resp"] for s in ablated["samples"]]
+
+
+def test_interventions_do_not_collide_in_the_response_cache(outcome):
+    result, _, config = outcome
+    base, ablated, again = result["runs"]
+    assert base["calls"]["generate_until"] == N and ablated["calls"]["generate_until"] == N
+    assert again["calls"] == {"generate_until": 0, "loglikelihood": 0}
+    assert [s["resp"] for s in again["samples"]] == [s["resp"] for s in base["samples"]]
+    with sqlite3.connect(Path(config["cache"]) / "cache.db") as db:
+        rows = db.execute(
+            "select count(*), count(distinct cache_key) from responses where task_name = ?",
+            ("headscope_probe",),
+        ).fetchone()
+    assert rows == (2 * N, 2 * N)
+
+
+def test_prefill_time_is_recorded_per_sample(outcome):
+    result, _, config = outcome
+    base, ablated, again = result["runs"]
+    for i, run in enumerate((base, ablated)):
+        log = Path(config["runs"][i]["timing_log"]).read_text(encoding="utf-8").splitlines()
+        timings = [json.loads(line) for line in log]
+        assert sorted(t["doc_id"] for t in timings) == list(range(N))
+        assert all(t["prefill_ms"] > 0 and t["task"] == "headscope_probe" for t in timings)
+        assert run["throughput"]["avg_prefill_ms"] > 0
+    assert not Path(config["runs"][2]["timing_log"]).exists()  # all answers came from the cache
+
+
+def test_loglikelihood_is_consistent_with_greedy_generation(outcome):
+    result, rows, _ = outcome
+    base = result["runs"][0]
+    assert len(base["loglikelihood"]) == N
+    for (logprob, greedy), sample, row in zip(base["loglikelihood"], base["samples"], rows):
+        assert -1e4 < logprob < 0
+        # greedy: the answer's tokens are exactly what greedy decoding emits first
+        assert greedy == sample["resp"].startswith(row["answer"])
+
+
+# -- the subprocess: lmms-eval runs, then headscope's own evaluator on the same documents --------
+def _as_pair(response):
+    import ast
+
+    return ast.literal_eval(response) if isinstance(response, str) else response
+
+
+def _run(config_path: str) -> None:
+    import time as _t; _t0 = _t.time(); print("T start", file=sys.stderr)
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+
+    from harness.evaluator import run_grid
+    from harness.lmms.model import TIMING_LOG_ENV, HeadscopeLMM
+    from harness.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
+
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    calls = {"generate_until": 0, "loglikelihood": 0}
+    for name in calls:
+        original = getattr(HeadscopeLMM, name)
+
+        def counted(self, requests, _original=original, _name=name):
+            calls[_name] += len(requests)
+            return _original(self, requests)
+
+        setattr(HeadscopeLMM, name, counted)
+    manager = TaskManager("WARNING", include_path=config["include_path"], include_defaults=False)
+    runs = []
+    for run in config["runs"]:
+        os.environ[TIMING_LOG_ENV] = run["timing_log"]
+        before = dict(calls)
+        out = simple_evaluate(
+            model="headscope",
+            model_args=run["model_args"],
+            tasks=run["tasks"],
+            task_manager=manager,
+            batch_size=1,
+            use_cache=config["cache"],
+            log_samples=True,
+            bootstrap_iters=0,
+        )
+        samples = sorted(out["samples"]["headscope_probe"], key=lambda s: s["doc_id"])
+        ll = sorted(out["samples"].get("headscope_probe_ll", []), key=lambda s: s["doc_id"])
+        print("T run", _t.time() - _t0, file=sys.stderr)
+        runs.append(
+            {
+                "calls": {k: calls[k] - before[k] for k in calls},
+                "metrics": out["results"],
+                "throughput": out.get("throughput", {}),
+                "samples": [
+                    {"resp": s["resps"][0][0], "token_counts": s["token_counts"][0]}
+                    for s in samples
+                ],
+                "loglikelihood": [list(_as_pair(s["resps"][0][0])) for s in ll],
+            }
+        )
+    spec = RunSpec(
+        model=ModelSpec(**config["model_spec"]),
+        tasks=(TaskSpec("pope_mini", limit=N),),
+        interventions=(InterventionSpec(), InterventionSpec("ablate", ABLATION)),
+        output=config["output"],
+    )
+    print("T lmms done", _t.time() - _t0, file=sys.stderr)
+    results = run_grid(spec)
+    print("T grid", _t.time() - _t0, file=sys.stderr)
+    reference = {}
+    for entry in results.entries:
+        path = Path(config["output"]) / entry.samples_file
+        label = entry.intervention.split(":")[0]
+        reference[label] = [json.loads(line) for line in path.read_text().splitlines()]
+    result = {"runs": runs, "headscope": reference}
+    Path(config_path).with_name("result.json").write_text(json.dumps(result), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    _run(sys.argv[1])
