@@ -146,6 +146,9 @@ def window_attention_chunked(
     """
     batch, heads, q_len, _ = q.shape
     block = max(1, block or default_block(size))
+    if k.shape[1] != heads and q.device.type == "cuda":
+        # CUDA's fused kernels take GQA only without a mask (else the math kernel runs).
+        k, v = (t.repeat_interleave(heads // t.shape[1], 1) for t in (k, v))
     if out is None:
         out = q.new_empty(batch, heads, q_len, v.shape[-1])
     lo, hi = (0, 0) if sinks else _bulk(q, k, v, attention_mask, size, scale, block, out)

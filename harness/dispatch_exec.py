@@ -75,7 +75,11 @@ def _dense_subset(out, query, key, value, attention_mask, heads: list[int], grou
             causal = True  # no explicit mask: SDPA skips the blocks above the diagonal
         else:
             mask = full_bool_mask(None, query.shape[0], q_len, kv_len, query.device)
-    for qh, kvh in _gqa_batches(heads, group):
+    batches = _gqa_batches(heads, group)
+    if mask is not None and query.device.type == "cuda":
+        # CUDA's fused kernels take GQA only without a mask (else the math kernel runs).
+        batches = [(sorted(heads), [h // group for h in sorted(heads)])]
+    for qh, kvh in batches:
         res = F.scaled_dot_product_attention(
             _take(query, qh),
             _take(key, kvh),

@@ -184,13 +184,14 @@ def _bench(cfg: ProtocolConfig, path: Path) -> None:
 
 
 def _leaderboards(out: Path) -> str:
-    from leaderboards.cli import run as leaderboard_run
+    from leaderboards import cli as leaderboard_cli
 
-    args = argparse.Namespace(
-        paths=[str(out)], format="md,csv,json,latex", output=str(out / "leaderboards"),
-        all_metrics=False, universal_k=0.1, n_boot=1000, no_figures=False, quiet=True,
-    )  # fmt: skip
-    leaderboard_run(args)
+    parser = argparse.ArgumentParser()
+    leaderboard_cli.add_arguments(parser)
+    args = parser.parse_args(
+        [str(out), "--output", str(out / "leaderboards"), "--universal-k", "0.1", "--quiet"]
+    )
+    leaderboard_cli.run(args)
     md = out / "leaderboards" / "leaderboard.md"
     return md.read_text(encoding="utf-8") if md.exists() else ""
 

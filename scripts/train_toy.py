@@ -180,6 +180,8 @@ def main(argv=None):
     ap.add_argument("--max-minutes", type=float, default=1e9)
     ap.add_argument("--image-boost", type=float, default=1.0, help="early single-image weight")
     ap.add_argument("--boost-steps", type=int, default=0)
+    ap.add_argument("--aux-factored", action="store_true", help="colour + shape aux heads")
+    ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -188,7 +190,10 @@ def main(argv=None):
     work.mkdir(parents=True, exist_ok=True)
     processor = build_processor(build_tokenizer(build_vocab()))
     model = build_model(processor.tokenizer, args)
-    probe = torch.nn.Linear(args.hidden, N_CELL_CLASSES)
+    n_col, n_shape = 2 + len(ALL_TYPES) // 3, 2 + 3
+    probe = torch.nn.Linear(args.hidden, n_col + n_shape if args.aux_factored else N_CELL_CLASSES)
+    if args.init_from:  # warm start: decoder/vision weights only, fresh probe and optimiser
+        model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
     params = list(model.parameters()) + list(probe.parameters())
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     step = 0
@@ -228,7 +233,15 @@ def main(argv=None):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
         out = model(**batch)
-        aux = torch.nn.functional.cross_entropy(probe(feats["proj"]).flatten(0, 1), cells.flatten())
+        logits, cells = probe(feats["proj"]).flatten(0, 1), cells.flatten()
+        if args.aux_factored:  # colour and shape predicted separately (compositional features)
+            obj = cells >= 2
+            col = torch.where(obj, 2 + (cells - 2) // 3, cells)
+            shp = torch.where(obj, 2 + (cells - 2) % 3, cells)
+            ce = torch.nn.functional.cross_entropy
+            aux = ce(logits[:, :n_col], col) + ce(logits[:, n_col:], shp)
+        else:
+            aux = torch.nn.functional.cross_entropy(logits, cells)
         lam = lam_at(step, args)
         pen = head_groups(model).sum() if lam > 0 else torch.zeros(())
         loss = out.loss + args.aux * aux + lam * pen

@@ -21,6 +21,7 @@ __all__ = [
     "to_request",
     "budget_of",
     "cut_at_stops",
+    "cuda_devices",
     "timed_prefill",
     "continuation_logprob",
 ]
@@ -120,11 +121,20 @@ def cut_at_stops(text: str, until: Any) -> str:
     return text[:cut]
 
 
-def _sync(model: Any) -> None:
+def cuda_devices(model: Any) -> list[Any]:
+    """Every CUDA device holding a parameter (several with ``device_map="auto"``)."""
     import torch
 
-    device = getattr(model, "device", None)
-    if torch.cuda.is_available() and getattr(device, "type", "cpu") == "cuda":
+    if not torch.cuda.is_available():
+        return []
+    return sorted({p.device for p in model.parameters() if p.device.type == "cuda"}, key=str)
+
+
+def _sync(devices: list[Any]) -> None:
+    import torch
+
+    # only the model's own devices: touching another GPU would create a context on it
+    for device in devices:
         torch.cuda.synchronize(device)
 
 
@@ -134,6 +144,8 @@ def timed_prefill(model: Any, inputs: Any) -> float:
     This is a separate forward, run before generation, so it times the prefill alone
     (lmms-eval's own latency mixes prefill and decode). Like ``generate``'s first step it
     fills a KV cache and computes only the last position's logits where the model allows.
+    Every CUDA device of the model is synchronised, so a model spread with
+    ``device_map="auto"`` is timed to its last layer.
     """
     import inspect
 
@@ -142,11 +154,12 @@ def timed_prefill(model: Any, inputs: Any) -> float:
     extra: dict[str, Any] = {"use_cache": True}
     if "logits_to_keep" in inspect.signature(model.forward).parameters:
         extra["logits_to_keep"] = 1
+    devices = cuda_devices(model)
     with torch.inference_mode():
-        _sync(model)
+        _sync(devices)
         start = time.perf_counter()
         model(**inputs, **extra)
-        _sync(model)
+        _sync(devices)
     return (time.perf_counter() - start) * 1000.0
 
 

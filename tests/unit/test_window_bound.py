@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from harness.bench_hybrid import PRESETS, flop_speedup_bound, main
+from harness.bench_hybrid import GEOMETRIES, PRESETS, flop_speedup_bound, kept_heads, main
 from harness.heads import Geometry
 
 
 @pytest.mark.parametrize("n, expected", [(32 * 1024, 2.0), (64 * 1024, 3.0), (128 * 1024, 4.7)])
 def test_metrics_md_example_bounds(n, expected):
-    geo = PRESETS["qwen3-vl-4b"]["geometry"]
+    geo = GEOMETRIES["qwen3-vl-4b"]["geometry"]
     assert flop_speedup_bound(geo, n, 1024, 0.05) == pytest.approx(expected, abs=0.05)
 
 
@@ -23,10 +23,25 @@ def test_bound_limits():
     assert flop_speedup_bound(geo, 8192, 512, 0.1) < attn_only
 
 
+def test_geometries_and_aliases():
+    assert PRESETS is GEOMETRIES  # bench ram still reads the old name
+    assert GEOMETRIES["llava-onevision-7b"] is GEOMETRIES["qwen2-7b"]
+    g = GEOMETRIES["default"]["geometry"]
+    assert (g.num_heads, g.num_kv_heads, g.head_dim, g.hidden_size) == (16, 4, 64, 1024)
+    assert g.intermediate_size == 2816
+
+
+@pytest.mark.parametrize(
+    "keep, heads, kept", [(0.1, 16, 2), (0.05, 32, 2), (0.25, 16, 4), (0.3, 10, 3), (0, 8, 0)]
+)
+def test_kept_heads_round_up(keep, heads, kept):
+    assert kept_heads(keep, heads) == kept
+
+
 def test_bench_smoke(capsys):
     pytest.importorskip("torch")
     argv = ["--lengths", "64", "--window", "16", "--repeats", "1", "--layers", "1", "--json"]
-    argv += ["--preset", "tiny"]
+    argv += ["--geometry", "tiny", "--warmup", "0"]
     for scope in ("attention", "layer"):
         assert main([*argv, "--scope", scope]) == 0
         rows = json.loads(capsys.readouterr().out)["rows"]
@@ -35,3 +50,16 @@ def test_bench_smoke(capsys):
         for key in ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound"):
             assert key in row
         assert row["heads_kept_per_layer"] == 1 and row["scope"] == scope
+        assert row["geometry"] == "tiny" and row["device"] == "cpu"
+        geo = GEOMETRIES["tiny"]["geometry"]
+        bound = flop_speedup_bound(geo, 64, 16, 1 / 8, linear=scope == "layer")
+        assert row["bound"] == pytest.approx(bound, abs=1e-3)
+        overhead = row["dense_ms"] / row["sdpa_ms"] - 1
+        assert row["dispatch_overhead"] == pytest.approx(overhead, abs=0.05)
+
+
+def test_bench_alias_and_old_flag(capsys):
+    pytest.importorskip("torch")
+    argv = ["--lengths", "32", "--window", "8", "--repeats", "1", "--scope", "attention"]
+    assert main([*argv, "--preset", "tiny", "--json", "--warmup", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["geometry"] == "tiny"
