@@ -70,17 +70,13 @@ def _build(arch: str, geometry: Geometry, layers: int, dtype: Any, seed: int) ->
     cfg_cls, model_cls = (
         (tf.Qwen2Config, tf.Qwen2Model) if arch == "qwen2" else (tf.Qwen3Config, tf.Qwen3Model)
     )
+    g = geometry
     cfg = cfg_cls(
-        vocab_size=1024,
-        hidden_size=geometry.hidden_size,
-        intermediate_size=geometry.intermediate_size,
-        num_hidden_layers=layers,
-        num_attention_heads=geometry.num_heads,
-        num_key_value_heads=geometry.num_kv_heads,
-        head_dim=geometry.head_dim,
-        max_position_embeddings=1 << 18,
-        use_sliding_window=False,
-    )
+        vocab_size=1024, hidden_size=g.hidden_size, intermediate_size=g.intermediate_size,
+        num_hidden_layers=layers, num_attention_heads=g.num_heads,
+        num_key_value_heads=g.num_kv_heads, head_dim=g.head_dim,
+        max_position_embeddings=1 << 18, use_sliding_window=False,
+    )  # fmt: skip
     torch.manual_seed(seed)
     return model_cls._from_config(cfg, attn_implementation="sdpa", dtype=dtype).eval()
 
@@ -89,23 +85,25 @@ def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) ->
     from harness.dispatch_plan import LayerPlan, Plan, Window
 
     w = Window(window, sinks)
-    # Which heads stay full does not matter for timing; the first `kept` of each layer do.
-    return Plan({la: LayerPlan(window={h: w for h in range(kept, heads)}) for la in range(layers)})
+    # Kept heads spread over the KV groups, as CoRe heads are: the windowed heads are then
+    # not one contiguous range (the dispatch gathers them), which is the realistic case.
+    full = {(i * heads) // kept for i in range(kept)} if kept else set()
+    lp = LayerPlan(window={h: w for h in range(heads) if h not in full})
+    return Plan({la: lp for la in range(layers)})
 
 
 def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize()
+    if device.startswith("cuda"):  # CUDA calls return before the work is done
+        __import__("torch").cuda.synchronize()
 
 
-def _timed(fn: Any, device: str) -> float:
+def _timed(fn: Any, device: str) -> tuple[float, float]:
+    """(wall ms, process CPU ms) of one call."""
     _sync(device)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
     _sync(device)
-    return (time.perf_counter() - start) * 1000.0
+    return (time.perf_counter() - start) * 1000.0, (time.process_time() - cpu) * 1000.0
 
 
 def kept_heads(keep: float, heads: int) -> int:
@@ -149,8 +147,9 @@ def run_bench(
         preset: Former name of ``geometry``; wins when given.
 
     Returns:
-        Rows with ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, sdpa_ms,
-        dispatch_overhead`` (dense / sdpa − 1), the raw times and the settings.
+        Rows with ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, of_bound``
+        (speedup / bound), ``sdpa_ms, dispatch_overhead`` (dense / sdpa − 1), the raw wall
+        and process-CPU times, ``speedup_cpu_time`` and the settings.
     """
     import torch
 
@@ -171,8 +170,7 @@ def run_bench(
                  "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
     model = _build(spec["arch"], geo, layers, torch_dtype, seed) if scope == "layer" else None
-    if model is not None:
-        model.to(device)
+    model = model.to(device) if model is not None else None
     rows = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)
@@ -185,11 +183,15 @@ def run_bench(
             for fn in run.values():
                 fn()
         times: dict[str, list[float]] = {variant: [] for variant in run}
+        cpu: dict[str, list[float]] = {variant: [] for variant in run}
         order = list(run)
         for rep in range(repeats):  # rotate the order so no variant always runs first
             for variant in order[rep % 3 :] + order[: rep % 3]:
-                times[variant].append(_timed(run[variant], device))
+                wall, used = _timed(run[variant], device)
+                times[variant].append(wall)
+                cpu[variant].append(used)
         med = {variant: statistics.median(vals) for variant, vals in times.items()}
+        cpu_med = {variant: statistics.median(vals) for variant, vals in cpu.items()}
         bound = flop_speedup_bound(geo, n, window, kept / geo.num_heads, linear=scope == "layer")
         rows.append({
             "length": n, "keep": keep, "window": window,
@@ -199,6 +201,9 @@ def run_bench(
             "sdpa_ms": round(med["sdpa"], 2),
             "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
             "times_ms": {k: [round(x, 1) for x in v] for k, v in times.items()},
+            # Process CPU time: steadier than wall time on a shared machine (CPU runs only).
+            "speedup_cpu_time": round(cpu_med["dense"] / max(cpu_med["hybrid"], 1e-9), 3),
+            "cpu_ms": {k: [round(x, 1) for x in v] for k, v in cpu.items()},
             **settings,
         })  # fmt: skip
     return rows
@@ -240,8 +245,7 @@ def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any, d
         return x.transpose(1, 2)
 
     q, k, v = rand(geo.num_heads), rand(geo.num_kv_heads), rand(geo.num_kv_heads)
-    dense_mod = _FakeAttention(geo.group_size, None)
-    hybrid_mod = _FakeAttention(geo.group_size, plan.layers[0])
+    dense_mod, hybrid_mod = (_fake_attention(geo.group_size, lp) for lp in (None, plan.layers[0]))
     return {
         "sdpa": lambda: sdpa_attention_forward(dense_mod, q, k, v, None),
         "dense": lambda: headscope_attention(dense_mod, q, k, v, None),
@@ -249,14 +253,12 @@ def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any, d
     }
 
 
-class _FakeAttention:
+def _fake_attention(groups: int, layer_plan: Any) -> Any:
     """Just enough of an HF attention module for the attention-only scope."""
+    from types import SimpleNamespace
 
-    def __init__(self, groups: int, layer_plan: Any) -> None:
-        self.layer_idx = 0
-        self.is_causal = True
-        self.num_key_value_groups = groups
-        self._headscope_layer_plan = layer_plan
+    return SimpleNamespace(layer_idx=0, is_causal=True, num_key_value_groups=groups,
+                           _headscope_layer_plan=layer_plan)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

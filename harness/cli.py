@@ -62,6 +62,13 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="repeatable: 'none', 'ablate:select=top,k=0.05,mode=zero' or a JSON object",
     )
+    p.add_argument(
+        "--task-args",
+        type=json.loads,
+        default=None,
+        help='JSON object of per-task variant arguments, e.g. \'{"vidstg": {"annotation_dir": '
+        '"data/vidstg", "video_root": "data/vidor"}, "pope": {"subset": "adversarial"}}\'',
+    )
     p.add_argument("--limit", type=int, default=None, help="documents per task")
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
@@ -112,6 +119,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_task_args(task_args: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Validate ``--task-args``: a JSON object mapping task names (of this run) to objects."""
+    from harness.specs import SpecError
+
+    if not isinstance(task_args, dict) or not all(isinstance(v, dict) for v in task_args.values()):
+        raise SpecError('--task-args must be a JSON object like {"task": {"arg": value}}')
+    unknown = sorted(set(task_args) - set(names))
+    if unknown:
+        raise SpecError(f"--task-args names task(s) {unknown} that are not in --tasks {names}")
+    return task_args
+
+
 def spec_from_args(args: argparse.Namespace) -> Any:
     """Build a RunSpec from a run file (if any) overridden by flags."""
     from dataclasses import asdict
@@ -142,6 +161,12 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         base["tasks"] = [asdict(parse_task(t)) for t in args.tasks.split(",") if t.strip()]
     if args.limit is not None:
         base["tasks"] = [{**t, "limit": args.limit} for t in base.get("tasks", [])]
+    if args.task_args is not None:
+        per_task = check_task_args(args.task_args, [t["name"] for t in base.get("tasks", [])])
+        base["tasks"] = [
+            {**t, "args": {**t.get("args", {}), **per_task.get(t["name"], {})}}
+            for t in base.get("tasks", [])
+        ]
     if args.interventions:
         base["interventions"] = [asdict(parse_intervention(x)) for x in args.interventions]
     elif "interventions" not in base:

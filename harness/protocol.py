@@ -50,8 +50,11 @@ class ProtocolConfig:
         hybrid_keep: Fractions of heads kept full in hybrid attention.
         hybrid_window: Window of the other heads (tokens).
         sap: SAP intervention arguments (one setting).
-        bench_lengths: Context lengths for the prefill benchmark.
+        bench_lengths: Context lengths for the prefill benchmark (attention only).
+        bench_window: Window of the benchmark's windowed heads.
+        bench_geometry: Geometry preset of the benchmark (``headscope bench hybrid``).
         diagnose_tasks: Tasks for module diagnostics; n_diagnose documents each.
+        task_args: Per-task variant arguments (data paths of the real benchmarks...).
     """
 
     tasks: tuple[str, ...] = MINI_TASKS
@@ -66,18 +69,22 @@ class ProtocolConfig:
         default_factory=lambda: {"prior": "complexity", "semantics": "distribution", "lam": 1.0}
     )
     bench_lengths: tuple[int, ...] = (2048, 4096)
+    bench_window: int = 512
+    bench_geometry: str = "default"
     diagnose_tasks: tuple[str, ...] = ("refcocog_mini",)
     n_diagnose: int = 8
+    task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     batch_size: int = 16
 
 
-def _task_spec(name: str, n: int) -> Any:
+def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
     from harness.specs import TaskSpec
 
+    extra = dict((cfg.task_args if cfg else {}).get(name, {}))
     if name.endswith("_mini"):
-        return TaskSpec(name, args={"n": n})
-    return TaskSpec(name, limit=n)
+        return TaskSpec(name, args={"n": n, **extra})
+    return TaskSpec(name, limit=n, args=extra)
 
 
 def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
@@ -129,7 +136,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     if ranking_path.exists():
         print(f"   reusing {ranking_path}")
     else:
-        report = run_rank(adapter, [_task_spec(n, cfg.n_rank) for n in rank_tasks],
+        report = run_rank(adapter, [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks],
                           out / "rank", seed=cfg.seed)  # fmt: skip
         print(format_report(report))
     timings["rank_s"] = time.perf_counter() - t
@@ -137,7 +144,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     t = _stage("2/5 accuracy grid: baseline, ablation, SAP, hybrid")
     spec = RunSpec(
         model=model_spec,
-        tasks=tuple(_task_spec(n, cfg.n_eval) for n in cfg.tasks),
+        tasks=tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks),
         interventions=tuple(_interventions(cfg, ranking_path)),
         seed=cfg.seed,
         batch_size=cfg.batch_size,
@@ -156,7 +163,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     if not (out / "diagnose" / "diagnostics_paper.json").exists():
         from harness.probes.diagnose_report import run_diagnose
 
-        run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose) for n in cfg.diagnose_tasks],
+        diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
+        run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose, cfg) for n in diag],
                      out / "diagnose", seed=cfg.seed)  # fmt: skip
     timings["diagnose_s"] = time.perf_counter() - t
 
@@ -178,8 +186,9 @@ def _bench(cfg: ProtocolConfig, path: Path) -> None:
 
     rows = []
     for keep in cfg.hybrid_keep:
-        rows += run_bench(lengths=cfg.bench_lengths, keep=keep, window=512, scope="attention",
-                          repeats=3, seed=cfg.seed)  # fmt: skip
+        rows += run_bench(preset=cfg.bench_geometry, lengths=cfg.bench_lengths, keep=keep,
+                          window=cfg.bench_window, scope="attention", repeats=3,
+                          seed=cfg.seed)  # fmt: skip
     write_json_atomic(path, {"bench": "hybrid", "rows": rows})
 
 
@@ -276,6 +285,11 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["tasks"] = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     if args.limit is not None:
         kwargs.update(n_eval=args.limit, n_rank=args.limit)
+    if args.task_args is not None:
+        from harness.cli import check_task_args
+
+        names = list(kwargs.get("tasks", ProtocolConfig.tasks))
+        kwargs["task_args"] = check_task_args(args.task_args, names)
     if args.seed is not None:
         kwargs["seed"] = args.seed
     if args.batch_size is not None:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.toy.builders import ALL_TYPES  # noqa: E402
-from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
+from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
 
 N_CELL_CLASSES = 2 + len(ALL_TYPES)  # empty, text decoy, one per colour×shape
@@ -86,7 +86,7 @@ def cell_labels(sample) -> list[list[int]]:
 def collate(processor, samples):
     """Tokenise prompt + answer + </s> through the processor; labels only on the answer."""
     tok = processor.tokenizer
-    ids, labels, pixels, cells = [], [], [], []
+    ids, labels, pixels, cells, sup = [], [], [], [], []
     for s in samples:
         text = prompt_of(processor, s) + " " + s.answer + " </s>"
         enc = processor(images=list(s.images), text=text, return_tensors="pt")
@@ -96,6 +96,10 @@ def collate(processor, samples):
         lab[-n_ans:] = seq[-n_ans:]
         ids.append(seq), labels.append(lab), pixels.append(torch.as_tensor(enc["pixel_values"]))
         cells += cell_labels(s)
+        starts = (seq == processor.image_token_id).nonzero().flatten().tolist()[:: GRID * GRID]
+        cell = IMAGE_SIZE // GRID
+        ev = [starts[i] + (b[1] // cell) * GRID + b[0] // cell for i, b in s.evidence]
+        sup.append((len(seq) - n_ans - 1, ev))  # (final prompt token, evidence tokens)
     width = max(len(x) for x in ids)
     pad = tok.pad_token_id
     input_ids = torch.full((len(ids), width), pad)
@@ -105,7 +109,7 @@ def collate(processor, samples):
         input_ids[i, : len(x)], lab[i, : len(x)], mask[i, : len(x)] = x, y, 1
     return dict(
         input_ids=input_ids, attention_mask=mask, labels=lab,
-        pixel_values=torch.cat(pixels).float(), cells=torch.tensor(cells),
+        pixel_values=torch.cat(pixels).float(), cells=torch.tensor(cells), sup=sup,
     )  # fmt: skip
 
 
@@ -145,7 +149,7 @@ def quick_eval(model, processor, split, n, seed):
     acc = {}
     for kind in KINDS:
         batch = collate(processor, [generate_sample(kind, split, i, seed) for i in range(n)])
-        batch.pop("cells")
+        batch.pop("cells"), batch.pop("sup")
         labels = batch.pop("labels")
         logits = model(**batch).logits[:, :-1]
         tgt = labels[:, 1:]
@@ -182,6 +186,8 @@ def main(argv=None):
     ap.add_argument("--boost-steps", type=int, default=0)
     ap.add_argument("--aux-factored", action="store_true", help="colour + shape aux heads")
     ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
+    ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
+    ap.add_argument("--sup-layer", type=int, default=1)
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -209,6 +215,11 @@ def main(argv=None):
         model.save_pretrained(args.out), processor.save_pretrained(args.out)
         print(f"exported step {step} to {args.out}")
         return
+    captured = {}
+    if args.attn_sup > 0:
+        model.set_attn_implementation("eager")
+        att_mod = model.model.language_model.layers[args.sup_layer].self_attn
+        att_mod.register_forward_hook(lambda m, i, o: captured.__setitem__(args.sup_layer, o[1]))
     feats = {}
     model.model.multi_modal_projector.register_forward_hook(
         lambda m, i, o: feats.__setitem__("proj", o)
@@ -229,7 +240,7 @@ def main(argv=None):
             generate_sample(kind, "train", first + i, args.data_seed) for i in range(args.batch)
         ]
         batch = collate(processor, samples)
-        cells = batch.pop("cells")
+        cells, sup = batch.pop("cells"), batch.pop("sup")
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
         out = model(**batch)
@@ -242,6 +253,14 @@ def main(argv=None):
             aux = ce(logits[:, :n_col], col) + ce(logits[:, n_col:], shp)
         else:
             aux = torch.nn.functional.cross_entropy(logits, cells)
+        if args.attn_sup > 0:  # at least one head of the layer reads the evidence
+            att = captured[args.sup_layer]
+            terms = [
+                -torch.log(att[b, :, q][:, ev].sum(-1).max() + 1e-6)
+                for b, (q, ev) in enumerate(sup)
+                if ev
+            ]
+            aux = aux + args.attn_sup * torch.stack(terms).mean() if terms else aux
         lam = lam_at(step, args)
         pen = head_groups(model).sum() if lam > 0 else torch.zeros(())
         loss = out.loss + args.aux * aux + lam * pen

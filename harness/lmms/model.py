@@ -103,6 +103,9 @@ class HeadscopeLMM(lmms):
         args = json_arg(family_args, "family_args") if family_args else {}
         if not isinstance(args, dict):
             raise SpecError("model_args family_args must be a JSON object")
+        if not str(batch_size).isdigit() or int(batch_size) < 1:
+            raise SpecError(f"headscope: batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size_per_gpu = int(batch_size)
         self._rank, self._world_size = shard_from_env()
         spec = ModelSpec(
             name=str(family),
@@ -114,36 +117,7 @@ class HeadscopeLMM(lmms):
             attn_implementation=str(attn_implementation),
             args=args,
         )
-        self._setup(load_adapter(spec), batch_size, max_new_tokens, measure_prefill, video_frames)
-
-    @classmethod
-    def from_adapter(
-        cls,
-        adapter: Any,
-        intervention: Any = "none",
-        intervention_args: Any = None,
-        **options: Any,
-    ) -> HeadscopeLMM:
-        """Wrap an already-built adapter (tests, custom loading); options as in ``__init__``."""
-        from harness.intervention_api import build_intervention
-
-        self = cls.__new__(cls)
-        lmms.__init__(self)
-        self.intervention_spec = intervention_spec(intervention, intervention_args)
-        self._intervention = build_intervention(self.intervention_spec)
-        self._setup(adapter, **options)
-        return self
-
-    def _setup(
-        self,
-        adapter: Any,
-        batch_size: int | str = 1,
-        max_new_tokens: int = 256,
-        measure_prefill: bool = True,
-        video_frames: int = 8,
-    ) -> None:
-        self.adapter = adapter
-        self.batch_size_per_gpu = int(batch_size)
+        self.adapter = load_adapter(spec)
         self.max_new_tokens = int(max_new_tokens)
         self.measure_prefill = bool(measure_prefill)
         self.video_frames = int(video_frames)

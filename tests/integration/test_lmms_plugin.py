@@ -2,8 +2,8 @@
 
 A small generate task and a log-likelihood task are written to a temporary include path (JSON
 data + PNG images built from ``pope_mini``'s documents, through headscope's own task so the
-prompts and images are exactly the ones the harness uses). One subprocess (lmms-eval patches
-globals on import: loguru, filelock, ssl) runs lmms-eval three times into one response cache —
+prompts and images are exactly the ones the harness uses). One subprocess (``_lmms_runner.py``:
+lmms-eval patches globals on import) runs lmms-eval three times into one response cache —
 baseline, an ablation, the baseline again — and headscope's own evaluator on the same documents.
 The plugin must reproduce the evaluator's outputs and token counts for both interventions, the
 two interventions must get separate cache entries, and the repeated baseline must come from the
@@ -167,6 +167,8 @@ def outcome(tmp_path_factory):
         "cache": str(tmp / "cache"),
         "model_spec": spec,
         "output": str(tmp / "headscope_out"),
+        "n": N,
+        "ablation": ABLATION,
         "runs": [
             {"model_args": base, "tasks": ["headscope_probe", "headscope_probe_ll"]},
             {"model_args": ablate, "tasks": ["headscope_probe"]},
@@ -182,7 +184,11 @@ def outcome(tmp_path_factory):
     repo = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, __file__, str(tmp / "config.json")],
+        [
+            sys.executable,
+            str(Path(__file__).with_name("_lmms_runner.py")),
+            str(tmp / "config.json"),
+        ],
         cwd=tmp,
         env=env,
         capture_output=True,
@@ -247,87 +253,3 @@ def test_loglikelihood_requests_reach_the_model_intact(outcome):
     for (logprob, greedy), (ref_logprob, ref_greedy) in zip(got, want):
         assert logprob == pytest.approx(ref_logprob, rel=1e-5) and greedy == ref_greedy
         assert logprob < 0
-
-
-# -- the subprocess: lmms-eval runs, then headscope's own evaluator on the same documents --------
-def _as_pair(response):
-    import ast
-
-    return ast.literal_eval(response) if isinstance(response, str) else response
-
-
-def _run(config_path: str) -> None:
-    from lmms_eval.evaluator import simple_evaluate
-    from lmms_eval.tasks import TaskManager
-    from PIL import Image
-
-    from harness.evaluator import run_grid
-    from harness.lmms._convert import continuation_logprob
-    from harness.lmms.model import TIMING_LOG_ENV, HeadscopeLMM
-    from harness.models.base import load_adapter
-    from harness.payloads import Request
-    from harness.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
-
-    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    calls = {"generate_until": 0, "loglikelihood": 0}
-    for name in calls:
-        original = getattr(HeadscopeLMM, name)
-
-        def counted(self, requests, _original=original, _name=name):
-            calls[_name] += len(requests)
-            return _original(self, requests)
-
-        setattr(HeadscopeLMM, name, counted)
-    manager = TaskManager("WARNING", include_path=config["include_path"], include_defaults=False)
-    runs = []
-    for run in config["runs"]:
-        os.environ[TIMING_LOG_ENV] = run["timing_log"]
-        before = dict(calls)
-        out = simple_evaluate(
-            model="headscope",
-            model_args=run["model_args"],
-            tasks=run["tasks"],
-            task_manager=manager,
-            batch_size=1,
-            use_cache=config["cache"],
-            log_samples=True,
-            bootstrap_iters=0,
-        )
-        samples = sorted(out["samples"]["headscope_probe"], key=lambda s: s["doc_id"])
-        ll = sorted(out["samples"].get("headscope_probe_ll", []), key=lambda s: s["doc_id"])
-        runs.append(
-            {
-                "calls": {k: calls[k] - before[k] for k in calls},
-                "metrics": out["results"],
-                "throughput": out.get("throughput", {}),
-                "samples": [
-                    {"resp": s["resps"][0][0], "token_counts": s["token_counts"][0]}
-                    for s in samples
-                ],
-                "loglikelihood": [list(_as_pair(s["resps"][0][0])) for s in ll],
-            }
-        )
-    spec = RunSpec(
-        model=ModelSpec(**config["model_spec"]),
-        tasks=(TaskSpec("pope_mini", limit=N),),
-        interventions=(InterventionSpec(), InterventionSpec("ablate", ABLATION)),
-        output=config["output"],
-    )
-    results = run_grid(spec)
-    reference = {}
-    for entry in results.entries:
-        path = Path(config["output"]) / entry.samples_file
-        label = entry.intervention.split(":")[0]
-        reference[label] = [json.loads(line) for line in path.read_text().splitlines()]
-    adapter = load_adapter(ModelSpec(**config["model_spec"]))
-    direct = []
-    for row in json.loads(Path(config["include_path"], "probe.json").read_text()):
-        with Image.open(row["image"]) as im:
-            request = Request(row["text"], images=(im.convert("RGB"),))
-        direct.append(continuation_logprob(adapter, request, " " + row["answer"]))
-    result = {"runs": runs, "headscope": reference, "direct_loglikelihood": direct}
-    Path(config_path).with_name("result.json").write_text(json.dumps(result), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    _run(sys.argv[1])

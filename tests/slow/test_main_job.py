@@ -1,0 +1,45 @@
+"""End to end: the main job on a reduced grid (slow: loads and runs a real model path)."""
+
+import json
+
+import pytest
+
+from harness.protocol import ProtocolConfig, run_protocol
+from harness.specs import ModelSpec
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_llava_dir(tmp_path_factory):
+    from harness.testing.tiny import build_tiny_model
+    from harness.testing.tiny_processors import tiny_llava_processor
+
+    path = tmp_path_factory.mktemp("tinyllava")
+    build_tiny_model("llava", num_layers=2, num_heads=4).save_pretrained(path)
+    tiny_llava_processor().save_pretrained(path)
+    return path
+
+
+def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
+    cfg = ProtocolConfig(
+        tasks=("pope_mini", "refcocog_mini"),
+        n_eval=4, n_rank=4, ablation_k=(0.125,), random_draws=2, hybrid_keep=(0.25,),
+        hybrid_window=16, bench_lengths=(256,), bench_window=64, bench_geometry="tiny",
+        n_diagnose=2, batch_size=4,
+    )
+    model = ModelSpec(name="llava", pretrained=str(tiny_llava_dir))
+    summary = run_protocol(model, cfg, tmp_path / "out")
+    out = tmp_path / "out"
+    for rel in ("rank/ranking.json", "accuracy/results.json", "bench_hybrid.json",
+                "diagnose/diagnostics_paper.json", "leaderboards/leaderboard.md", "summary.json"):
+        assert (out / rel).is_file(), rel
+    results = json.loads((out / "accuracy" / "results.json").read_text())
+    labels = {e["intervention"] for e in results["entries"]}
+    # none + top + bottom + 2 random draws + sap + hybrid
+    assert len(labels) == 7
+    assert set(summary["per_task"]) == {"pope_mini", "refcocog_mini"}
+    assert summary["hybrid_speed"] and summary["hybrid_speed"][0]["length"] == 256
+    # Rerunning resumes every stage instead of recomputing.
+    again = run_protocol(model, cfg, out)
+    assert again["per_task"] == summary["per_task"]
