@@ -153,10 +153,17 @@ def window_attention_chunked(
         k, v = (t.repeat_interleave(heads // t.shape[1], 1) for t in (k, v))
     if out is None:
         out = q.new_empty(batch, heads, q_len, v.shape[-1])
-    lo, hi = (0, 0) if sinks else _bulk(q, k, v, attention_mask, size, scale, block, out)
-    start = first_real(attention_mask, batch, q.device) if sinks else None
-    for s, e in _spans(0, lo, block) + _spans(hi, q_len, block):
-        _one_block(q, k, v, attention_mask, size, (sinks, start), scale, (s, e), out)
+    if sinks:
+        start = first_real(attention_mask, batch, q.device)
+        for s, e in _spans(0, q_len, block):
+            _one_block(q, k, v, attention_mask, size, (sinks, start), scale, (s, e), out)
+        return out
+    lo, hi = _bulk(q, k, v, attention_mask, size, scale, block, out)
+    # The rows before and after the strided blocks: one call each (the head rows' keys all
+    # start at 0, so a block loop there would only add calls).
+    for s, e in ((0, lo), (hi, q_len)) if hi > lo else _spans(0, q_len, block):
+        if e > s:
+            _one_block(q, k, v, attention_mask, size, (0, None), scale, (s, e), out)
     return out
 
 

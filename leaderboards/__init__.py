@@ -12,7 +12,7 @@ Typical use::
     write_tables(build_tables(sources), "board", ["md", "csv"])
 """
 
-from leaderboards.accuracy import accuracy_summary_table, accuracy_table
+from leaderboards.accuracy import accuracy_draws_table, accuracy_summary_table, accuracy_table
 from leaderboards.cli import build_tables, write_tables
 from leaderboards.diagnostics import (
     Diagnostics,
@@ -33,6 +33,7 @@ __all__ = [
     "MergeError",
     "Sources",
     "Table",
+    "accuracy_draws_table",
     "accuracy_summary_table",
     "accuracy_table",
     "build_tables",

@@ -1,35 +1,40 @@
 """Accuracy leaderboards: model × task × intervention, with Δ against the right baseline.
 
-Each row is one (task, intervention) entry of a run and one metric: the task's primary
-metric (its first declared :class:`~harness.results.MetricDefRecord`) or, with
-``all_metrics``, every declared metric. Δ is ``value − baseline`` where the baseline is the
-``none`` intervention of the *same* model, the *same* run settings (attention
-implementation, dtype, ...) and the *same* task settings (split, frames, variant, ...),
-possibly from another run directory. Without such a baseline Δ is missing, never borrowed
-from another setting.
+Each row is one displayed line (:mod:`leaderboards.cells`: an entry, or the mean of the
+random draws of one intervention) and one metric: the task's primary metric (its first
+declared :class:`~harness.results.MetricDefRecord`) or, with ``all_metrics``, every declared
+metric. Δ is ``value − baseline`` where the baseline is the ``none`` intervention of the
+*same* model, the *same* run settings (attention implementation, dtype, ...) and the *same*
+task settings (split, frames, variant, ...), possibly from another run directory. Without
+such a baseline Δ is missing, never borrowed from another setting.
 
 Confidence intervals: an entry may carry metrics named ``<metric>_ci_low`` and
 ``<metric>_ci_high`` (e.g. a bootstrap CI); they fill the CI columns of ``<metric>``.
+Per-draw values of random draws are in the ``accuracy_draws`` detail table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from leaderboards.formatting import Column, Table, decimal_diff
-from leaderboards.merge import (
-    MergeError,
-    Run,
-    check_unique,
-    combine,
-    config_key,
-    flatten,
-    settings_note,
-    settings_row,
-    split_settings,
+from leaderboards.cells import (
+    Cell,
+    Line,
+    build_lines,
+    collect_cells,
+    directions,
+    is_baseline,
+    line_stats,
+    metric_names,
+    metric_value,
+    primary_metric,
+    ranking_names,
+    task_diffs,
 )
+from leaderboards.formatting import Column, Table, decimal_diff
+from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
+from leaderboards.merge import Run, config_key, settings_note, settings_row, split_settings
 
 __all__ = [
     "Cell",
@@ -38,243 +43,229 @@ __all__ = [
     "primary_metric",
     "accuracy_table",
     "accuracy_summary_table",
+    "accuracy_draws_table",
 ]
 
-_CI_SUFFIXES = ("_ci_low", "_ci_high")
+_DRAW_COLUMNS = (
+    Column("draws", "draws", "int"),
+    Column("draw_sd", "sd over draws", "float"),
+    Column("draw_min", "min draw", "float"),
+    Column("draw_max", "max draw", "float"),
+    Column("draw_se", "se over draws", "float", machine=True),
+)
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One (task, intervention) entry of one run, with the settings it was measured under."""
+class _Context:
+    """What every accuracy table needs: lines, baselines, settings, display names."""
 
-    run: Run
-    entry: Any  # harness.results.ResultEntry
-    task_config: dict[str, Any]
+    def __init__(self, runs: Sequence[Run]) -> None:
+        self.cells = collect_cells(runs)
+        self.lines = build_lines(self.cells)
+        self.baselines = {c.group: c for c in self.cells if is_baseline(c.entry)}
+        self.differing, self.common = split_settings(c.run.config for c in self.cells)
+        self.task_diffs = task_diffs(self.cells)
+        self.models = model_names((r.model, r.results.model) for r in runs)
+        self.paths = ranking_names(self.cells)
 
-    @property
-    def group(self) -> tuple[str, str, str, str]:
-        """(model, run settings, task, task settings): rows comparable to each other."""
-        return (
-            self.run.model,
-            config_key(self.run.config),
-            self.entry.task,
-            config_key(self.task_config),
-        )
+    def head(self, cell: Cell) -> dict[str, Any]:
+        """Model, differing run settings, task and task settings of a row."""
+        return {
+            **model_cells(cell.run.model, self.models),
+            **settings_row(cell.run.config, self.differing),
+            "task": cell.entry.task,
+            "task_settings": self.task_diffs[cell.key],
+        }
 
-    @property
-    def key(self) -> tuple[str, ...]:
-        """The identity of the cell; two cells with one key must hold the same numbers."""
-        return (*self.group, self.entry.intervention)
+    def head_columns(self, with_task: bool = True) -> list[Column]:
+        cols = [*MODEL_COLUMNS, *(Column(f"set:{k}", k) for k in self.differing)]
+        if with_task:
+            cols.append(Column("task"))
+            if any(self.task_diffs.values()):
+                cols.append(Column("task_settings", "task settings"))
+        return cols
 
+    def delta(self, cell: Cell, name: str, value: Any) -> float | None:
+        base = self.baselines.get(cell.group)
+        ref = metric_value(base.entry, name) if base is not None else None
+        if value is None or ref is None or ref.value is None:
+            return None
+        return decimal_diff(value, ref.value)
 
-def is_baseline(entry: Any) -> bool:
-    """True for the ``none`` intervention (no arguments)."""
-    spec = entry.intervention_spec or {}
-    return entry.intervention == "none" or (spec.get("name") == "none" and not spec.get("args"))
-
-
-def _task_config(entry: Any) -> dict[str, Any]:
-    return combine(
-        flatten({"split": entry.split}, "task") if entry.split is not None else {},
-        flatten(entry.task_args or {}, "task"),
-        flatten(entry.task_settings or {}, "task"),
-    )
-
-
-def _same_numbers(a: Cell, b: Cell) -> bool:
-    return (a.entry.metrics, a.entry.n_samples, a.entry.n_skipped) == (
-        b.entry.metrics,
-        b.entry.n_samples,
-        b.entry.n_skipped,
-    )
-
-
-def _describe(cell: Cell) -> str:
-    return f"{cell.run.model} / {cell.entry.task} / {cell.entry.intervention} in {cell.run.path}"
-
-
-def collect_cells(runs: Sequence[Run]) -> list[Cell]:
-    """All entries of ``runs``; identical duplicates are dropped, conflicting ones raise.
-
-    Raises:
-        MergeError: The same (model, settings, task, intervention) with different numbers.
-    """
-    cells = [Cell(run, e, _task_config(e)) for run in runs for e in run.results.entries]
-    return check_unique(cells, lambda c: c.key, _same_numbers, _describe)
-
-
-def _directions(runs: Sequence[Run]) -> dict[tuple[str, str], bool]:
-    out: dict[tuple[str, str], bool] = {}
-    for run in runs:
-        for task, defs in run.results.metric_defs.items():
-            for d in defs:
-                prev = out.setdefault((task, d.name), d.higher_is_better)
-                if prev != d.higher_is_better:
-                    raise MergeError(
-                        f"{run.path}: {task}/{d.name} is declared "
-                        f"{'higher' if d.higher_is_better else 'lower'}-is-better here but "
-                        "the opposite in another run"
-                    )
-    return out
-
-
-def _metric_names(cell: Cell, all_metrics: bool) -> list[str]:
-    defs = [d.name for d in cell.run.results.metric_defs.get(cell.entry.task, [])]
-    names = defs or [m.name for m in cell.entry.metrics]
-    names = [n for n in names if not n.endswith(_CI_SUFFIXES)]
-    return names if all_metrics else names[:1]
-
-
-def primary_metric(cell: Cell) -> str | None:
-    """The task's first declared metric (CI companions excluded), or None if it has none."""
-    names = _metric_names(cell, False)
-    return names[0] if names else None
-
-
-def _value(entry: Any, name: str) -> Any:
-    try:
-        return entry.metric(name)
-    except KeyError:
-        return None
-
-
-def _task_diffs(cells: Sequence[Cell]) -> dict[tuple[str, ...], str]:
-    """Per cell: the task settings that differ between runs of the same task, as text."""
-    by_task: dict[str, list[Cell]] = {}
-    for c in cells:
-        by_task.setdefault(c.entry.task, []).append(c)
-    out = {}
-    for group in by_task.values():
-        differing, _ = split_settings(c.task_config for c in group)
-        for c in group:
-            out[c.key] = ", ".join(
-                f"{k.removeprefix('task.')}={c.task_config.get(k, 'unset')}" for k in differing
+    def notes(self, failures: bool = True) -> list[str]:
+        notes = []
+        shortened = {full: short for full, short in self.paths.items() if full != short}
+        if shortened:
+            notes.append(
+                "Files in labels: " + "; ".join(f"{s} = {f}" for f, s in sorted(shortened.items()))
             )
-    return out
+        note = settings_note(self.common)
+        if note:
+            notes.append(note)
+        labels = {c.key: ln.label for ln in self.lines for c in ln.cells}
+        failed = [
+            f"{c.entry.task}/{labels[c.key]}: {len(c.entry.failures)} failed, "
+            f"{c.entry.n_skipped} skipped"
+            for c in self.cells
+            if c.entry.failures or c.entry.n_skipped
+        ]
+        if failed and failures:
+            notes.append("Samples not scored: " + "; ".join(failed))
+        return notes
 
 
-def _order(cell: Cell) -> tuple:
-    return (*cell.group, not is_baseline(cell.entry), cell.entry.intervention)
+def _draw_note(lines: Sequence[Line]) -> str:
+    seeds = {c.spec["args"].get("seed") for ln in lines for c in ln.cells} - {None}
+    seeded = f" (seed {', '.join(sorted(map(str, seeds)))})" if seeds else ""
+    return (
+        "(mean of N draws): value = mean over the random draws draw=0..N−1"
+        f"{seeded} with otherwise identical arguments; Δ from that mean; "
+        "stderr = mean of the draws' per-sample stderrs; sd/min/max across draws. "
+        "Per-draw values: accuracy_draws (CSV/JSON)."
+    )
 
 
 def accuracy_table(runs: Sequence[Run], all_metrics: bool = False) -> Table:
-    """The long accuracy table (one row per model × settings × task × intervention × metric)."""
-    cells = sorted(collect_cells(runs), key=_order)
-    directions = _directions(runs)
-    baselines = {c.group: c for c in cells if is_baseline(c.entry)}
-    differing, common = split_settings(c.run.config for c in cells)
-    task_diffs = _task_diffs(cells)
+    """The long accuracy table (one row per model × settings × task × line × metric)."""
+    ctx = _Context(runs)
+    dirs = directions(runs)
     rows, has_ci, no_base = [], False, set()
-    for cell in cells:
-        base = baselines.get(cell.group)
-        for name in _metric_names(cell, all_metrics):
-            rec = _value(cell.entry, name)
-            lo, hi = _value(cell.entry, name + "_ci_low"), _value(cell.entry, name + "_ci_high")
+    for line in ctx.lines:
+        cell = line.first
+        for name in metric_names(cell, all_metrics):
+            stats = line_stats(line, name) or {}
+            lo = hi = None
+            if not line.draws:
+                lo = metric_value(cell.entry, name + "_ci_low")
+                hi = metric_value(cell.entry, name + "_ci_high")
             has_ci = has_ci or lo is not None or hi is not None
-            ref = _value(base.entry, name) if base is not None else None
-            delta = None
-            if rec is not None and ref is not None and None not in (rec.value, ref.value):
-                delta = decimal_diff(rec.value, ref.value)
-            elif base is None:
-                no_base.add(f"{cell.run.model}/{cell.entry.task}")
-            higher = directions.get((cell.entry.task, name))
+            if cell.group not in ctx.baselines:
+                no_base.add(f"{ctx.models[cell.run.model]}/{cell.entry.task}")
+            higher = dirs.get((cell.entry.task, name))
             rows.append(
                 {
-                    "model": cell.run.model,
-                    **settings_row(cell.run.config, differing),
-                    "task": cell.entry.task,
-                    "task_settings": task_diffs[cell.key],
-                    "intervention": cell.entry.intervention,
+                    **ctx.head(cell),
+                    "intervention": line.label,
+                    "intervention_id": line.identity,
                     "metric": name,
                     "better": None if higher is None else ("higher" if higher else "lower"),
-                    "value": None if rec is None else rec.value,
-                    "delta": delta,
-                    "stderr": None if rec is None else rec.stderr,
+                    **stats,
+                    "delta": ctx.delta(cell, name, stats.get("value")),
                     "ci_low": None if lo is None else lo.value,
                     "ci_high": None if hi is None else hi.value,
-                    "n": None if rec is None else rec.n,
                 }
             )
-    columns = [Column("model")]
-    columns += [Column(f"set:{k}", k) for k in differing]
-    columns.append(Column("task"))
-    if any(task_diffs.values()):
-        columns.append(Column("task_settings", "task settings"))
-    columns += [Column("intervention"), Column("metric"), Column("better")]
-    columns += [Column("value", kind="float"), Column("delta", "Δ vs none", "signed")]
-    columns.append(Column("stderr", kind="float"))
+    columns = ctx.head_columns()
+    columns += [
+        Column("intervention"),
+        Column("intervention_id", "intervention id", machine=True),
+        Column("metric"),
+        Column("better"),
+        Column("value", kind="float"),
+        Column("delta", "Δ vs none", "signed"),
+        Column("stderr", kind="float"),
+    ]
     if has_ci:
         columns += [Column("ci_low", "CI low", "float"), Column("ci_high", "CI high", "float")]
     columns.append(Column("n", kind="int"))
+    drawn = [ln for ln in ctx.lines if ln.draws]
+    if drawn:
+        columns += _DRAW_COLUMNS
     notes = [
         "Δ vs none = value − value of the 'none' intervention of the same model, "
         "run settings and task settings (from any merged run)."
     ]
+    if drawn:
+        notes.append(_draw_note(drawn))
     if no_base:
         notes.append("No 'none' baseline (Δ missing) for: " + ", ".join(sorted(no_base)))
-    notes += _run_notes(cells, common)
+    notes += ctx.notes()
     return Table("accuracy", "Accuracy", tuple(columns), tuple(rows), tuple(notes))
-
-
-def _run_notes(cells: Sequence[Cell], common: dict[str, Any]) -> list[str]:
-    notes = []
-    note = settings_note(common)
-    if note:
-        notes.append(note)
-    failed = [
-        f"{c.entry.task}/{c.entry.intervention}: {len(c.entry.failures)} failed, "
-        f"{c.entry.n_skipped} skipped"
-        for c in cells
-        if c.entry.failures or c.entry.n_skipped
-    ]
-    if failed:
-        notes.append("Samples not scored: " + "; ".join(failed))
-    return notes
 
 
 def accuracy_summary_table(runs: Sequence[Run]) -> Table:
     """Wide view: one row per model × settings × intervention, one column per task.
 
-    Cells hold the task's primary metric; a task measured under differing task settings
-    gets one column per setting (``task [frames=8]``).
+    Cells hold the task's primary metric (the mean for random draws); a task measured under
+    differing task settings gets one column per setting (``task [frames=8]``).
     """
-    cells = sorted(collect_cells(runs), key=_order)
-    differing, common = split_settings(c.run.config for c in cells)
-    task_diffs = _task_diffs(cells)
+    ctx = _Context(runs)
     columns: dict[str, Column] = {}
     rows: dict[tuple, dict[str, Any]] = {}
-    for cell in cells:
-        names = _metric_names(cell, False)
-        if not names:
+    order: dict[tuple, tuple] = {}
+    for line in ctx.lines:
+        cell = line.first
+        name = primary_metric(cell)
+        if name is None:
             continue
-        diff = task_diffs[cell.key]
+        diff = ctx.task_diffs[cell.key]
         title = cell.entry.task + (f" [{diff}]" if diff else "")
         col_key = f"task:{title}"
-        columns.setdefault(col_key, Column(col_key, f"{title} ({names[0]})", "float"))
-        row_key = (cell.run.model, config_key(cell.run.config), cell.entry.intervention)
-        row = rows.setdefault(
-            row_key,
-            {
-                "model": cell.run.model,
-                **settings_row(cell.run.config, differing),
-                "intervention": cell.entry.intervention,
-            },
-        )
-        rec = _value(cell.entry, names[0])
-        row[col_key] = None if rec is None else rec.value
-    head = [
-        Column("model"),
-        *(Column(f"set:{key}", key) for key in differing),
-        Column("intervention"),
-    ]
-    ordered = sorted(
-        rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != "none", kv[0][2])
-    )
-    notes = [n for n in [settings_note(common)] if n]
+        columns.setdefault(col_key, Column(col_key, f"{title} ({name})", "float"))
+        row_key = (cell.run.model, config_key(cell.run.config), line.identity, line.draws)
+        if row_key not in rows:
+            order[row_key] = (*row_key[:2], not is_baseline(cell.entry), line.label)
+            rows[row_key] = {
+                **model_cells(cell.run.model, ctx.models),
+                **settings_row(cell.run.config, ctx.differing),
+                "intervention": line.label,
+                "intervention_id": line.identity,
+            }
+        rows[row_key][col_key] = (line_stats(line, name) or {}).get("value")
+    head = ctx.head_columns(with_task=False)
+    head += [Column("intervention"), Column("intervention_id", "intervention id", machine=True)]
+    drawn = [ln for ln in ctx.lines if ln.draws]
+    notes = [_draw_note(drawn)] if drawn else []
+    notes += ctx.notes(failures=False)
     return Table(
         "accuracy_summary",
         "Accuracy summary (primary metric per task)",
         (*head, *columns.values()),
-        tuple(r for _, r in ordered),
+        tuple(rows[k] for k in sorted(rows, key=order.__getitem__)),
         tuple(notes),
+    )
+
+
+def accuracy_draws_table(runs: Sequence[Run], all_metrics: bool = False) -> Table:
+    """Detail table: every random draw behind a ``(mean of N draws)`` row, one row each."""
+    ctx = _Context(runs)
+    rows = []
+    for line in ctx.lines:
+        if not line.draws:
+            continue
+        for cell in line.cells:
+            for name in metric_names(cell, all_metrics):
+                rec = metric_value(cell.entry, name)
+                value = None if rec is None else rec.value
+                rows.append(
+                    {
+                        **ctx.head(cell),
+                        "intervention": line.label,
+                        "draw": cell.spec["args"]["draw"],
+                        "intervention_id": cell.entry.intervention,
+                        "metric": name,
+                        "value": value,
+                        "delta": ctx.delta(cell, name, value),
+                        "stderr": None if rec is None else rec.stderr,
+                        "n": None if rec is None else rec.n,
+                    }
+                )
+    columns = ctx.head_columns() + [
+        Column("intervention"),
+        Column("draw", kind="int"),
+        Column("intervention_id", "intervention id", machine=True),
+        Column("metric"),
+        Column("value", kind="float"),
+        Column("delta", "Δ vs none", "signed"),
+        Column("stderr", kind="float"),
+        Column("n", kind="int"),
+    ]
+    notes = ["One row per random draw; the accuracy table shows their mean."]
+    notes += ctx.notes(failures=False)
+    return Table(
+        "accuracy_draws",
+        "Accuracy per random draw",
+        tuple(columns),
+        tuple(rows),
+        tuple(notes),
+        detail=True,
     )

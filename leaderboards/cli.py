@@ -2,9 +2,10 @@
 
 Loads every headscope output under the given paths (see :mod:`leaderboards.merge`), builds
 the tables the inputs allow, prints their terminal form, and with ``--output`` writes each
-table as ``DIR/<table>.<ext>`` per format (plus ``DIR/leaderboard.md`` joining all tables
-when Markdown is written) and the figures as ``DIR/figures/*.png`` when matplotlib is
-installed.
+table as ``DIR/<table>.<ext>`` per format (plus ``DIR/leaderboard.md`` joining the headline
+tables when Markdown is written) and the figures as ``DIR/figures/*.png`` when matplotlib is
+installed. Detail tables (``accuracy_draws``: every random draw) are written to their own
+files only, never printed nor joined into ``leaderboard.md``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ def build_tables(
     if sources.runs:
         tables.append(accuracy.accuracy_summary_table(sources.runs))
         tables.append(accuracy.accuracy_table(sources.runs, all_metrics=all_metrics))
+        draws = accuracy.accuracy_draws_table(sources.runs, all_metrics=all_metrics)
+        if draws.rows:
+            tables.append(draws)
     if sources.bench_hybrid:
         tables.append(speedup.speedup_table(sources.bench_hybrid, sources.runs))
     if sources.bench_ram:
@@ -113,7 +117,8 @@ def write_tables(
             path.write_text(render(table, fmt), encoding="utf-8")
             written.append(path)
         if fmt == "md":
-            parts = ["# Leaderboard", ""] + [to_markdown(t, heading_level=2) for t in tables]
+            heads = [to_markdown(t, heading_level=2) for t in tables if not t.detail]
+            parts = ["# Leaderboard", "", *heads]
             path = out / "leaderboard.md"
             path.write_text("\n".join(parts), encoding="utf-8")
             written.append(path)
@@ -130,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"headscope: warning: {warning}", file=sys.stderr)
     tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot)
     if not args.quiet:
-        print("\n".join(render(t, "terminal") for t in tables))
+        print("\n".join(render(t, "terminal") for t in tables if not t.detail))
     if args.output is None:
         return 0
     written = write_tables(tables, args.output, formats)

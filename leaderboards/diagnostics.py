@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboards.formatting import Column, Table
+from leaderboards.labels import MODEL_COLUMNS, model_cells, model_display, model_names
 from leaderboards.merge import (
     MergeError,
     check_unique,
@@ -82,6 +83,7 @@ class Diagnostics:
         baselines: ``{name: {"RID": f, "MixIG": f}}``.
         erope_floor: ε_RoPE, or None.
         n_samples: Samples averaged, or None.
+        display: Short model name (:func:`leaderboards.labels.model_display`).
     """
 
     path: Path
@@ -92,6 +94,7 @@ class Diagnostics:
     baselines: dict[str, dict[str, float]]
     erope_floor: float | None
     n_samples: int | None
+    display: str = ""
 
 
 def _number(value: Any, where: str) -> float:
@@ -162,6 +165,7 @@ def parse_diagnostics(doc: Any, path: str | Path = "diagnostics") -> Diagnostics
         baselines=baselines,
         erope_floor=None if floor is None else _number(floor, f"{path}: erope_floor"),
         n_samples=doc.get("n_samples"),
+        display=model_display(doc.get("model")),
     )
 
 
@@ -179,19 +183,21 @@ def unique_diagnostics(files: Sequence[Diagnostics]) -> list[Diagnostics]:
 
 
 def _head(differing: Sequence[str]) -> list[Column]:
-    return [
-        Column("model"),
-        *(Column(f"set:{key}", key) for key in differing),
-        Column("variant"),
-    ]
+    return [*MODEL_COLUMNS, *(Column(f"set:{key}", key) for key in differing), Column("variant")]
+
+
+def _names(files: Sequence[Diagnostics]) -> dict[str, str]:
+    return model_names((d.model, d.display or d.model) for d in files)
 
 
 def diagnostics_table(files: Sequence[Diagnostics]) -> Table:
     """Per layer and module: eRank in/out, ΔS, ΔD, RID, TME in/out and MixIG."""
     files = unique_diagnostics(files)
     differing, common = split_settings(d.config for d in files)
+    names = _names(files)
     rows = [
-        {"model": d.model, **settings_row(d.config, differing), "variant": d.variant, **r}
+        {**model_cells(d.model, names), **settings_row(d.config, differing), "variant": d.variant}
+        | r
         for d in files
         for r in d.layers
     ]
@@ -209,9 +215,10 @@ def diagnostics_summary_table(files: Sequence[Diagnostics]) -> Table:
     """Mean RID / MixIG per module over layers, with the stochastic baselines and ε_RoPE."""
     files = unique_diagnostics(files)
     differing, common = split_settings(d.config for d in files)
-    rows = []
+    rows, names = [], _names(files)
     for d in files:
-        head = {"model": d.model, **settings_row(d.config, differing), "variant": d.variant}
+        head = {**model_cells(d.model, names), **settings_row(d.config, differing)}
+        head["variant"] = d.variant
         for module in MODULES:
             sel = [r for r in d.layers if r["module"] == module]
             if sel:

@@ -16,7 +16,8 @@ The rounding rule (one rule for every number in every human-readable form):
 - a missing value (``None`` or NaN) is ``—`` (``---`` in LaTeX, an empty cell in CSV).
 
 Terminal, Markdown, LaTeX and CSV apply the rule; JSON keeps the raw full-precision
-values (``null`` when missing), since it is the machine-readable form.
+values (``null`` when missing), since it is the machine-readable form. Machine-only
+columns (full paths, raw identities) appear in CSV and JSON only.
 """
 
 from __future__ import annotations
@@ -65,11 +66,13 @@ class Column:
         key: ASCII identifier (CSV header, JSON key).
         title: Display title (may hold Unicode such as Δ or ρ).
         kind: ``text``, ``int``, ``float`` or ``signed`` (a float shown with its sign).
+        machine: Only in the machine-readable forms (CSV, JSON): full paths, raw identities.
     """
 
     key: str
     title: str = ""
     kind: Kind = "text"
+    machine: bool = False
 
     @property
     def label(self) -> str:
@@ -87,6 +90,8 @@ class Table:
         columns: Column definitions, in display order.
         rows: One dict per row, keyed by column key (missing keys are missing values).
         notes: Footnotes (common settings, provenance, caveats).
+        detail: A detail table (e.g. per-draw values): written to its own files but left out
+            of ``leaderboard.md`` and the terminal printout.
     """
 
     name: str
@@ -94,17 +99,12 @@ class Table:
     columns: tuple[Column, ...]
     rows: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    detail: bool = False
 
-    def column(self, key: str) -> Column:
-        """Look up a column by key."""
-        for col in self.columns:
-            if col.key == key:
-                return col
-        raise KeyError(f"table {self.name!r} has no column {key!r}")
-
-    def cell(self, row: int, key: str) -> str:
-        """The displayed text of one cell (rounding rule applied)."""
-        return format_value(self.rows[row].get(key), self.column(key).kind)
+    @property
+    def shown(self) -> tuple[Column, ...]:
+        """The columns of the human-readable forms (machine-only columns left out)."""
+        return tuple(c for c in self.columns if not c.machine)
 
 
 def _is_missing(value: Any) -> bool:
@@ -146,10 +146,11 @@ def decimal_diff(a: float, b: float) -> float:
     return float(_WIDE.subtract(Decimal(repr(float(a))), Decimal(repr(float(b)))))
 
 
-def _cells(table: Table, missing: str = _MISSING) -> list[list[str]]:
-    return [
-        [format_value(row.get(c.key), c.kind, missing) for c in table.columns] for row in table.rows
-    ]
+def _cells(
+    table: Table, missing: str = _MISSING, columns: tuple[Column, ...] | None = None
+) -> list[list[str]]:
+    cols = table.shown if columns is None else columns
+    return [[format_value(row.get(c.key), c.kind, missing) for c in cols] for row in table.rows]
 
 
 def _numeric(col: Column) -> bool:
@@ -160,10 +161,10 @@ def to_terminal(table: Table) -> str:
     """Plain-text table for the terminal (tabulate's ``simple`` style)."""
     from tabulate import tabulate
 
-    align = ["right" if _numeric(c) else "left" for c in table.columns]
+    align = ["right" if _numeric(c) else "left" for c in table.shown]
     body = tabulate(
         _cells(table),
-        headers=[c.label for c in table.columns],
+        headers=[c.label for c in table.shown],
         tablefmt="simple",
         disable_numparse=True,
         colalign=align,
@@ -179,13 +180,12 @@ def _md_escape(text: str) -> str:
 
 def to_markdown(table: Table, heading_level: int = 2) -> str:
     """GitHub-flavoured Markdown: a heading, a pipe table and the notes as a list."""
-    head = "| " + " | ".join(_md_escape(c.label) for c in table.columns) + " |"
-    rule = "|" + "|".join("--:" if _numeric(c) else ":--" for c in table.columns) + "|"
+    head = "| " + " | ".join(_md_escape(c.label) for c in table.shown) + " |"
+    rule = "|" + "|".join("--:" if _numeric(c) else ":--" for c in table.shown) + "|"
     rows = ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in _cells(table)]
     out = [f"{'#' * heading_level} {table.title}", "", head, rule, *rows]
     if not table.rows:
-        out.append("")
-        out.append("_(no rows)_")
+        out += ["", "_(no rows)_"]
     if table.notes:
         out.append("")
         out += [f"- {_md_escape(n)}" for n in table.notes]
@@ -197,16 +197,13 @@ def to_csv(table: Table) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.key for c in table.columns])
-    writer.writerows(_cells(table, missing=""))
+    writer.writerows(_cells(table, missing="", columns=table.columns))
     return buf.getvalue()
 
 
 def _json_value(value: Any) -> Any:
-    if _is_missing(value):
-        return None
-    if isinstance(value, float) and math.isinf(value):
-        return None
-    return value
+    infinite = isinstance(value, float) and math.isinf(value)
+    return None if _is_missing(value) or infinite else value
 
 
 def to_json(table: Table) -> str:
@@ -216,7 +213,11 @@ def to_json(table: Table) -> str:
         "schema_version": 1,
         "table": table.name,
         "title": table.title,
-        "columns": [{"key": c.key, "title": c.label, "kind": c.kind} for c in table.columns],
+        "detail": table.detail,
+        "columns": [
+            {"key": c.key, "title": c.label, "kind": c.kind, "machine": c.machine}
+            for c in table.columns
+        ],
         "rows": [{c.key: _json_value(r.get(c.key)) for c in table.columns} for r in table.rows],
         "notes": list(table.notes),
     }
@@ -259,7 +260,7 @@ def latex_escape(text: str) -> str:
 
 def to_latex(table: Table) -> str:
     """A ``booktabs`` table environment (needs the ``booktabs`` LaTeX package)."""
-    spec = "".join("r" if _numeric(c) else "l" for c in table.columns)
+    spec = "".join("r" if _numeric(c) else "l" for c in table.shown)
     label = "tab:" + "".join(ch if ch.isalnum() else "-" for ch in table.name)
     lines = [
         r"\begin{table}[ht]",
@@ -268,7 +269,7 @@ def to_latex(table: Table) -> str:
         r"\label{" + label + "}",
         r"\begin{tabular}{" + spec + "}",
         r"\toprule",
-        " & ".join(latex_escape(c.label) for c in table.columns) + r" \\",
+        " & ".join(latex_escape(c.label) for c in table.shown) + r" \\",
         r"\midrule",
     ]
     lines += [" & ".join(latex_escape(x) for x in r) + r" \\" for r in _cells(table)]

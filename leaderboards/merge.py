@@ -191,7 +191,7 @@ class Sources:
 
     runs: list[Run] = field(default_factory=list)
     rankings: list[RankingFile] = field(default_factory=list)
-    bench_hybrid: list[Any] = field(default_factory=list)  # leaderboards.speedup.BenchFile
+    bench_hybrid: list[Any] = field(default_factory=list)  # leaderboards.bench.BenchFile
     bench_ram: list[Any] = field(default_factory=list)
     diagnostics: list[Any] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -204,8 +204,8 @@ class Sources:
 
 def classify(doc: Any) -> str | None:
     """``results``, ``ranking``, ``diagnostics``, ``bench_hybrid``, ``bench_ram`` or None."""
-    if not isinstance(doc, dict):
-        return None
+    if not isinstance(doc, dict) or doc.get("schema") == "headscope.leaderboard":
+        return None  # our own output tables (a leaderboard folder inside a run folder)
     if doc.get("schema") == "headscope.results":
         return "results"
     if doc.get("format") == "headscope.ranking":
@@ -256,7 +256,7 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
 
         sources.diagnostics.append(parse_diagnostics(doc, path))
     elif kind in ("bench_hybrid", "bench_ram"):
-        from leaderboards.speedup import parse_bench
+        from leaderboards.bench import parse_bench
 
         bench = parse_bench(doc, path, kind.removeprefix("bench_"))
         getattr(sources, kind).append(bench)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from leaderboards.formatting import Column, Table
+from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
 from leaderboards.merge import (
     RankingFile,
     check_unique,
@@ -24,7 +25,7 @@ from leaderboards.merge import (
     split_settings,
 )
 
-__all__ = ["spearman_table", "universal_table", "unique_rankings"]
+__all__ = ["spearman_table", "universal_table", "unique_rankings", "ranking_model_names"]
 
 
 def _same(a: RankingFile, b: RankingFile) -> bool:
@@ -48,6 +49,11 @@ def unique_rankings(files: Sequence[RankingFile]) -> list[RankingFile]:
     )
 
 
+def ranking_model_names(files: Sequence[RankingFile]) -> dict[str, str]:
+    """Model identity → short display name for ``files``."""
+    return model_names((f.model, f.ranking.model) for f in files)
+
+
 def spearman_table(files: Sequence[RankingFile], n_boot: int = 1000) -> Table:
     """Task × task Spearman ρ of mean RAM with percentile bootstrap CIs.
 
@@ -59,7 +65,7 @@ def spearman_table(files: Sequence[RankingFile], n_boot: int = 1000) -> Table:
 
     files = unique_rankings(files)
     differing, common = split_settings(f.config for f in files)
-    rows = []
+    rows, names = [], ranking_model_names(files)
     for f in files:
         rk = f.ranking
         for a, b in combinations(rk.task_names, 2):
@@ -69,7 +75,7 @@ def spearman_table(files: Sequence[RankingFile], n_boot: int = 1000) -> Table:
             res = spearman_bootstrap(ta.per_sample, tb.per_sample, n_boot, seed, alpha)
             rows.append(
                 {
-                    "model": f.model,
+                    **model_cells(f.model, names),
                     **settings_row(f.config, differing),
                     "task_a": a,
                     "task_b": b,
@@ -80,7 +86,7 @@ def spearman_table(files: Sequence[RankingFile], n_boot: int = 1000) -> Table:
                     "n_b": tb.per_sample.shape[0],
                 }
             )
-    columns = [Column("model"), *(Column(f"set:{key}", key) for key in differing)]
+    columns = [*MODEL_COLUMNS, *(Column(f"set:{key}", key) for key in differing)]
     columns += [
         Column("task_a", "task A"),
         Column("task_b", "task B"),
@@ -104,14 +110,14 @@ def universal_table(files: Sequence[RankingFile], k: float = 0.05) -> Table:
     """Universal heads per ranking: in the top-``k`` (count or fraction) of every task."""
     files = unique_rankings(files)
     differing, common = split_settings(f.config for f in files)
-    rows = []
+    rows, names = [], ranking_model_names(files)
     for f in files:
         rk = f.ranking
         heads = rk.universal_heads(k)
         layers = Counter(h.layer for h in heads)
         rows.append(
             {
-                "model": f.model,
+                **model_cells(f.model, names),
                 **settings_row(f.config, differing),
                 "tasks": len(rk.task_names),
                 "k": k,
@@ -121,7 +127,7 @@ def universal_table(files: Sequence[RankingFile], k: float = 0.05) -> Table:
                 "heads": " ".join(str(h) for h in heads),
             }
         )
-    columns = [Column("model"), *(Column(f"set:{key}", key) for key in differing)]
+    columns = [*MODEL_COLUMNS, *(Column(f"set:{key}", key) for key in differing)]
     columns += [
         Column("tasks", kind="int"),
         Column("k", "k", "float"),

@@ -1,90 +1,43 @@
 """Speed and memory leaderboards from ``headscope bench`` JSON files.
 
-Accepted inputs (the ``--json`` output of the bench commands saved to a file):
-
-- ``bench hybrid``: ``{"rows": [{"length", "keep", "window", "dense_ms", "hybrid_ms",
-  "speedup", "bound", ...settings}], "model": ..., "settings": {...}}``; ``keep`` is the
-  fraction (or count) of heads kept with full attention, ``window`` the sliding window,
-  ``bound`` the FLOP-model speedup bound; ``speedup`` defaults to ``dense_ms / hybrid_ms``.
-- ``bench ram``: ``{"rows": [{"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio",
-  "probe_ms", "eager_ms", "time_ratio", ...settings}]}``; ``eager_*`` are ``null`` where
-  eager attention could not run; missing ratios are computed when both sides exist.
-
-Any other row key, and the optional top-level ``model`` / ``settings``, are settings: rows
-under differing settings are shown apart. Accuracy retention joins a hybrid row with the
-``hybrid`` intervention of the same model, ``keep`` and ``window`` (and ``sinks`` when
-both record it): ``retention = hybrid value / none value`` of the task's primary metric.
+Input layouts, and which row keys are settings vs measurements: :mod:`leaderboards.bench`.
+Rows under differing settings are shown apart; the geometry preset and the timing scope
+(attention only / whole layer) are always shown as columns, since they say what was timed.
+Accuracy retention joins a hybrid row with the ``hybrid`` intervention of the same model,
+``keep`` and ``window`` (and ``sinks`` when both record it): ``retention = hybrid value /
+none value`` of the task's primary metric.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from leaderboards.accuracy import Cell, collect_cells, is_baseline, primary_metric
+from leaderboards.bench import HYBRID_COLUMNS, RAM_COLUMNS, BenchFile, parse_bench
+from leaderboards.cells import Cell, collect_cells, is_baseline, primary_metric
 from leaderboards.formatting import Column, Table
+from leaderboards.labels import MODEL_COLUMNS, model_cells, unique_names
 from leaderboards.merge import (
-    MergeError,
     Run,
     check_unique,
-    combine,
     config_key,
-    flatten,
-    model_label,
-    model_settings,
     settings_note,
     settings_row,
     split_settings,
 )
 
-__all__ = ["BenchFile", "parse_bench", "speedup_table", "memory_table", "hybrid_args"]
+__all__ = [
+    "BenchFile",
+    "parse_bench",
+    "speedup_table",
+    "memory_table",
+    "hybrid_args",
+    "HYBRID_COLUMNS",
+    "RAM_COLUMNS",
+]
 
-HYBRID_COLUMNS = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound")
-RAM_COLUMNS = (
-    "length",
-    "probe_peak_mb",
-    "eager_peak_mb",
-    "mem_ratio",
-    "probe_ms",
-    "eager_ms",
-    "time_ratio",
-)
-
-
-@dataclass(frozen=True)
-class BenchFile:
-    """Rows of ``bench hybrid`` / ``bench ram`` with each row's model and settings."""
-
-    path: Path
-    kind: str
-    rows: tuple[dict[str, Any], ...]
-    models: tuple[str | None, ...]
-    configs: tuple[dict[str, Any], ...]
-
-
-def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
-    """Validate a ``bench hybrid`` (``kind="hybrid"``) or ``bench ram`` JSON document.
-
-    Raises:
-        leaderboards.merge.MergeError: A row lacks a required field.
-    """
-    path = Path(path)
-    known = HYBRID_COLUMNS if kind == "hybrid" else RAM_COLUMNS
-    required = (*HYBRID_COLUMNS[:5], "bound") if kind == "hybrid" else known[:2]
-    top = combine(model_settings(doc.get("model")), flatten(doc.get("settings") or {}))
-    rows, models, configs = [], [], []
-    for i, row in enumerate(doc["rows"]):
-        missing = [k for k in required if row.get(k) is None]
-        if missing:
-            raise MergeError(f"{path}: bench {kind} row {i} lacks {missing}")
-        extra = {k: v for k, v in row.items() if k not in known and k != "model"}
-        rows.append(dict(row))
-        row_model = row.get("model", doc.get("model"))
-        models.append(None if row_model is None else model_label(row_model))
-        configs.append(combine(top, model_settings(row.get("model")), flatten(extra)))
-    return BenchFile(path, kind, tuple(rows), tuple(models), tuple(configs))
+#: Settings always shown as columns (they say what was timed).
+_SHOWN_SETTINGS = ("geometry", "scope")
 
 
 _KEEP_NAMES = ("keep", "k", "fraction")
@@ -162,27 +115,51 @@ def _retention(
     return {t: v[0] for t, v in found.items() if len(v) == 1}
 
 
+#: Optional measurements of bench hybrid rows: key → column (shown when any row has it).
+_MEASURED = {
+    "kept_fraction": Column("kept_fraction", "heads kept", "float"),
+    "sdpa_ms": Column("sdpa_ms", "sdpa ms", "float"),
+    "dispatch_overhead": Column("dispatch_overhead", "dispatch overhead", "signed"),
+    "speedup_cpu_time": Column("speedup_cpu_time", "CPU-time ×", "float"),
+}
+_MEASURED_NOTES = {
+    "kept_fraction": "heads kept = fraction of heads actually kept full (⌈keep·H⌉/H).",
+    "dispatch_overhead": "dispatch overhead = dense time through the headscope dispatch with an "
+    "empty plan / plain sdpa − 1 (the dispatch's own cost; ≈ 0 is good).",
+    "speedup_cpu_time": "CPU-time × = dense / hybrid process CPU time (steadier than wall "
+    "time on a shared machine).",
+}
+
+
+def _head(files: Sequence[BenchFile], items: list[tuple[BenchFile, int]]) -> tuple:
+    """Model names, differing settings (shown ones first) and the common-settings note."""
+    names = unique_names((f.models[i], f.display(i)) for f, i in items if f.models[i])
+    differing, common = split_settings(f.configs[i] for f, i in items)
+    shown = [k for k in _SHOWN_SETTINGS if any(k in f.configs[i] for f, i in items)]
+    differing = shown + [k for k in differing if k not in shown]
+    common = {k: v for k, v in common.items() if k not in shown}
+    columns = [*MODEL_COLUMNS, *(Column(f"set:{k}", k) for k in differing)]
+    return names, differing, columns, [n for n in [settings_note(common)] if n]
+
+
 def speedup_table(files: Sequence[BenchFile], runs: Sequence[Run] = ()) -> Table:
     """Measured prefill speedup next to the FLOP-model bound, plus accuracy retention."""
     items = _flat_rows(files)
-    key = _row_key(("length", "keep", "window"))
-    items = check_unique(items, key, _same_row, _describe)
-    differing, common = split_settings(f.configs[i] for f, i in items)
+    items = check_unique(items, _row_key(("length", "keep", "window")), _same_row, _describe)
+    names, differing, columns, common_note = _head(files, items)
     cells = collect_cells(runs) if runs else []
     rows, tasks = [], []
+    measured_keys = [k for k in _MEASURED if any(f.rows[i].get(k) is not None for f, i in items)]
     for f, i in sorted(items, key=lambda it: _sort(it, ("keep", "window", "length"))):
         r = f.rows[i]
         measured = r.get("speedup")
         if measured is None:
             measured = _ratio(r["dense_ms"], r["hybrid_ms"])
         row = {
-            "model": f.models[i] or "—",
+            **model_cells(f.models[i], names),
             **settings_row(f.configs[i], differing),
-            "length": r["length"],
-            "keep": r["keep"],
-            "window": r["window"],
-            "dense_ms": r["dense_ms"],
-            "hybrid_ms": r["hybrid_ms"],
+            **{k: r[k] for k in HYBRID_COLUMNS[:5]},
+            **{k: r.get(k) for k in measured_keys},
             "speedup": measured,
             "bound": r["bound"],
             "of_bound": _ratio(measured, r["bound"]),
@@ -192,25 +169,34 @@ def speedup_table(files: Sequence[BenchFile], runs: Sequence[Run] = ()) -> Table
             if task not in tasks:
                 tasks.append(task)
         rows.append(row)
-    columns = [Column("model"), *(Column(f"set:{key}", key) for key in differing)]
+    optional = [_MEASURED[k] for k in measured_keys]
     columns += [
         Column("length", kind="int"),
-        Column("keep", "full heads", "float"),
+        Column("keep", "keep", "float"),
+        *[c for c in optional if c.key == "kept_fraction"],
         Column("window", kind="int"),
         Column("dense_ms", "dense ms", "float"),
         Column("hybrid_ms", "hybrid ms", "float"),
+        *[c for c in optional if c.key == "sdpa_ms"],
         Column("speedup", "measured ×", "float"),
         Column("bound", "FLOP bound ×", "float"),
         Column("of_bound", "measured/bound", "float"),
+        *[c for c in optional if c.key in ("dispatch_overhead", "speedup_cpu_time")],
     ]
     columns += [Column(f"retention:{t}", f"retention {t}", "float") for t in sorted(tasks)]
-    notes = ["measured × = dense_ms / hybrid_ms (prefill); FLOP bound from metrics.md's model."]
+    notes = [
+        "measured × = dense_ms / hybrid_ms (prefill, median); FLOP bound from metrics.md's "
+        "model; keep = requested fraction (or count) of heads with full attention."
+    ]
+    notes += [_MEASURED_NOTES[k] for k in measured_keys if k in _MEASURED_NOTES]
+    if any(f.models[i] is None for f, i in items):
+        notes.append("model —: a random-weight decoder with the geometry's layer shapes.")
     if tasks:
         notes.append(
             "retention = primary metric under 'hybrid' (same keep, window) / under 'none', "
             "same model and settings."
         )
-    notes += [n for n in [settings_note(common)] if n]
+    notes += common_note
     return Table(
         "speedup", "Hybrid attention prefill speedup", tuple(columns), tuple(rows), tuple(notes)
     )
@@ -219,7 +205,7 @@ def speedup_table(files: Sequence[BenchFile], runs: Sequence[Run] = ()) -> Table
 def memory_table(files: Sequence[BenchFile]) -> Table:
     """Peak memory and time of the RAM probe against eager attention, per length."""
     items = check_unique(_flat_rows(files), _row_key(("length",)), _same_row, _describe)
-    differing, common = split_settings(f.configs[i] for f, i in items)
+    names, differing, columns, common_note = _head(files, items)
     rows = []
     for f, i in sorted(items, key=lambda it: _sort(it, ("length",))):
         r = f.rows[i]
@@ -231,18 +217,13 @@ def memory_table(files: Sequence[BenchFile]) -> Table:
             time = _ratio(r.get("eager_ms"), r.get("probe_ms"))
         rows.append(
             {
-                "model": f.models[i] or "—",
+                **model_cells(f.models[i], names),
                 **settings_row(f.configs[i], differing),
-                "length": r["length"],
-                "probe_peak_mb": r["probe_peak_mb"],
-                "eager_peak_mb": r.get("eager_peak_mb"),
+                **{k: r.get(k) for k in RAM_COLUMNS},
                 "mem_ratio": mem,
-                "probe_ms": r.get("probe_ms"),
-                "eager_ms": r.get("eager_ms"),
                 "time_ratio": time,
             }
         )
-    columns = [Column("model"), *(Column(f"set:{key}", key) for key in differing)]
     columns += [
         Column("length", kind="int"),
         Column("probe_peak_mb", "probe peak MB", "float"),
@@ -253,7 +234,7 @@ def memory_table(files: Sequence[BenchFile]) -> Table:
         Column("time_ratio", "eager/probe time", "float"),
     ]
     notes = ["— under eager: eager attention could not run at that length (e.g. out of memory)."]
-    notes += [n for n in [settings_note(common)] if n]
+    notes += common_note
     return Table("memory", "RAM probe memory and time", tuple(columns), tuple(rows), tuple(notes))
 
 

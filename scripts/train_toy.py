@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -184,6 +185,9 @@ def main(argv=None):
     ap.add_argument("--max-minutes", type=float, default=1e9)
     ap.add_argument("--image-boost", type=float, default=1.0, help="early single-image weight")
     ap.add_argument("--boost-steps", type=int, default=0)
+    # Without smoothing the probe drives image-feature norms to ~500 (vs ~0.5 for text
+    # embeddings), which drowns every decoder update on image tokens.
+    ap.add_argument("--aux-smoothing", type=float, default=0.0)
     ap.add_argument("--aux-factored", action="store_true", help="colour + shape aux heads")
     ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
@@ -249,10 +253,10 @@ def main(argv=None):
             obj = cells >= 2
             col = torch.where(obj, 2 + (cells - 2) // 3, cells)
             shp = torch.where(obj, 2 + (cells - 2) % 3, cells)
-            ce = torch.nn.functional.cross_entropy
+            ce = lambda a, b: F.cross_entropy(a, b, label_smoothing=args.aux_smoothing)  # noqa: E731
             aux = ce(logits[:, :n_col], col) + ce(logits[:, n_col:], shp)
         else:
-            aux = torch.nn.functional.cross_entropy(logits, cells)
+            aux = F.cross_entropy(logits, cells, label_smoothing=args.aux_smoothing)
         if args.attn_sup > 0:  # at least one head of the layer reads the evidence
             att = captured[args.sup_layer]
             terms = [

@@ -22,7 +22,8 @@ from harness.models.toy import TOY_DIR  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 6
-INTERVENTIONS = ["none", '{"name": "ablate", "args": {"select": "random", "k": 0.5}}']
+ABLATION = {"name": "ablate", "args": {"select": "random", "k": 0.9, "mode": "zero", "seed": 0}}
+INTERVENTIONS = ["none", json.dumps(ABLATION)]
 
 # Runs the real CLI; on rank CRASH_RANK the adapter raises once it has answered CRASH_AFTER
 # batches, as if the process died midway (torchrun then stops the other rank too).

@@ -67,7 +67,8 @@ def test_delta_uses_baseline_of_same_model_and_settings(sources):
         expected = value(run, "refcocog_toy", label) - value(run, "refcocog_toy", "none")
         assert row["delta"] == pytest.approx(expected, abs=1e-12)
         assert row["value"] == value(run, "refcocog_toy", label)
-    (llava,) = _rows(table, model="tiny-llava", intervention=label)
+    (llava,) = _rows(table, model="llava:tiny-llava", intervention=label)
+    assert llava["model_id"] == "/models/tiny-llava"  # the full path stays in CSV/JSON
     assert llava["delta"] == pytest.approx(0.4 - 0.6)
     assert (llava["ci_low"], llava["ci_high"]) == (0.25, 0.55)
 
@@ -76,7 +77,7 @@ def test_primary_metric_by_default_all_metrics_on_request(sources):
     assert {r["metric"] for r in accuracy_table(sources.runs).rows} == {"accuracy", "anls"}
     full = accuracy_table(sources.runs, all_metrics=True)
     assert {r["metric"] for r in full.rows} == {"accuracy", "iou", "anls"}
-    (iou,) = _rows(full, metric="iou", intervention="none", model="tiny-llava")
+    (iou,) = _rows(full, metric="iou", intervention="none", model="llava:tiny-llava")
     assert iou["value"] == 0.55 and iou["delta"] == 0.0
 
 
@@ -137,10 +138,12 @@ def test_cli_end_to_end_all_formats_and_figures(tmp_path, capsys):
     json.loads((out / "accuracy.json").read_text())
     figures = sorted(p.name for p in (out / "figures").iterdir())
     assert "ram__tiny-qwen2vl__refcocog_toy.png" in figures
-    assert "speedup__tiny-qwen2vl.png" in figures
+    assert "speedup__tiny-qwen2vl__layer.png" in figures  # model + scope, nothing measured
     assert "diagnostics__tiny-qwen2vl__paper.png" in figures
     assert any(f.startswith("ablation__tiny-qwen2vl__attn_implementation=sdpa") for f in figures)
+    assert "ablation__llava_tiny-llava__attn_implementation=sdpa__refcocog_toy.png" in figures
     for name in figures:
+        assert len(name) <= 100 and all(ch.isalnum() or ch in "._=-" for ch in name), name
         assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch_exec import _gqa_batches, run_layer_plan  # noqa: E402
+from harness.dispatch_exec import _head_batches, run_layer_plan  # noqa: E402
 from harness.dispatch_plan import Ablation, LayerPlan, Window  # noqa: E402
 
 
@@ -14,10 +14,20 @@ class FakeAttention:
     num_key_value_groups = 3
 
 
-def test_gqa_batches_group_by_count():
-    # group 3: KV0 ← {0, 2}, KV1 ← {3, 4, 5}, KV2 ← {7}, KV3 ← {9, 10, 11}
-    batches = _gqa_batches([11, 0, 2, 3, 4, 5, 7, 9, 10], 3)
-    assert sorted(batches) == [([0, 2], [0]), ([3, 4, 5, 9, 10, 11], [1, 3]), ([7], [2])]
+def test_head_batches_are_views_of_whole_groups_or_one_group():
+    # group 3: heads 0, 2 | 3 4 5 | 7 | 9 10 11 | 12 13 14 | 16
+    heads = [16, 0, 2, 3, 4, 5, 7, 9, 10, 11, 12, 13, 14]
+    got = [(q.start, q.stop, k.start, k.stop) for q, k in _head_batches(heads, 3)]
+    assert got == [
+        (0, 1, 0, 1),
+        (2, 3, 0, 1),
+        (3, 6, 1, 2),
+        (7, 8, 2, 3),
+        (9, 15, 3, 5),
+        (16, 17, 5, 6),
+    ]
+    # Heads 4..7 of group 4 straddle nothing; 1..6 of group 4 split at the group edge.
+    assert [(q.start, q.stop) for q, _ in _head_batches(list(range(1, 7)), 4)] == [(1, 4), (4, 7)]
 
 
 def run(lp, q, k, v, mask, kernel):

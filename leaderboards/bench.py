@@ -1,0 +1,128 @@
+"""Parse ``headscope bench hybrid`` / ``bench ram`` JSON rows into settings and measurements.
+
+Accepted inputs (the ``--json`` output of the bench commands saved to a file):
+
+- ``bench hybrid``: ``{"rows": [{"length", "keep", "window", "dense_ms", "hybrid_ms",
+  "speedup", "bound", ...}], "model": ..., "settings": {...}}``; ``keep`` is the fraction
+  (or count) of heads kept with full attention, ``window`` the sliding window, ``bound`` the
+  FLOP-model speedup bound; ``speedup`` defaults to ``dense_ms / hybrid_ms``. Optional
+  measurements shown when present: ``kept_fraction`` (heads actually kept), ``sdpa_ms``,
+  ``dispatch_overhead`` (empty-plan dispatch vs plain sdpa) and ``speedup_cpu_time``.
+- ``bench ram``: ``{"rows": [{"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio",
+  "probe_ms", "eager_ms", "time_ratio", ...}]}``; ``eager_*`` are ``null`` where eager
+  attention could not run; missing ratios are computed when both sides exist.
+
+Settings vs measurements: only *settings* keep rows apart (groups, figure files). They are
+the top-level ``model`` / ``settings`` and, in a row, :data:`SETTING_KEYS` plus any other
+key holding text or a boolean. Every other row key holding a number, list or object
+(timings, overheads, raw timing lists, derived head counts, dims) is a measurement: it
+never defines a group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leaderboards.labels import model_display
+from leaderboards.merge import MergeError, combine, flatten, model_label, model_settings
+
+__all__ = [
+    "BenchFile",
+    "parse_bench",
+    "is_setting",
+    "SETTING_KEYS",
+    "HYBRID_COLUMNS",
+    "RAM_COLUMNS",
+]
+
+HYBRID_COLUMNS = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound")
+RAM_COLUMNS = (
+    "length",
+    "probe_peak_mb",
+    "eager_peak_mb",
+    "mem_ratio",
+    "probe_ms",
+    "eager_ms",
+    "time_ratio",
+)
+#: Row keys that are settings of a bench run even when numeric.
+SETTING_KEYS = (
+    "geometry",
+    "preset",
+    "arch",
+    "layers",
+    "dtype",
+    "device",
+    "threads",
+    "scope",
+    "sinks",
+    "repeats",
+    "warmup",
+    "seed",
+    "attn_implementation",
+    "query_tokens",
+    "evidence_tokens",
+)
+
+
+def is_setting(key: str, value: Any) -> bool:
+    """True when row key ``key`` (holding ``value``) is a setting, not a measurement."""
+    return key in SETTING_KEYS or isinstance(value, str | bool)
+
+
+@dataclass(frozen=True)
+class BenchFile:
+    """Rows of ``bench hybrid`` / ``bench ram`` with each row's model and settings.
+
+    Attributes:
+        path: Where it was read from.
+        kind: ``hybrid`` or ``ram``.
+        rows: The rows as read (settings and measurements).
+        models: Each row's model identity (None when the file names none).
+        configs: Each row's flat settings (never measurements).
+        displays: Each row's short model name (None when the file names no model).
+    """
+
+    path: Path
+    kind: str
+    rows: tuple[dict[str, Any], ...]
+    models: tuple[str | None, ...]
+    configs: tuple[dict[str, Any], ...]
+    displays: tuple[str | None, ...] = ()
+
+    def display(self, i: int) -> str | None:
+        """Row ``i``'s short model name (None without a model)."""
+        return self.displays[i] if i < len(self.displays) else self.models[i]
+
+    def geometry(self, i: int) -> str | None:
+        """Row ``i``'s geometry preset, if recorded."""
+        value = self.configs[i].get("geometry", self.configs[i].get("preset"))
+        return None if value is None else str(value)
+
+
+def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
+    """Validate a ``bench hybrid`` (``kind="hybrid"``) or ``bench ram`` JSON document.
+
+    Raises:
+        leaderboards.merge.MergeError: A row lacks a required field.
+    """
+    path = Path(path)
+    known = HYBRID_COLUMNS if kind == "hybrid" else RAM_COLUMNS
+    required = (*HYBRID_COLUMNS[:5], "bound") if kind == "hybrid" else known[:2]
+    top = combine(model_settings(doc.get("model")), flatten(doc.get("settings") or {}))
+    rows, models, configs, displays = [], [], [], []
+    for i, row in enumerate(doc["rows"]):
+        missing = [k for k in required if row.get(k) is None]
+        if missing:
+            raise MergeError(f"{path}: bench {kind} row {i} lacks {missing}")
+        extra = {
+            k: v for k, v in row.items() if k not in known and k != "model" and is_setting(k, v)
+        }
+        rows.append(dict(row))
+        row_model = row.get("model", doc.get("model"))
+        models.append(None if row_model is None else model_label(row_model))
+        displays.append(None if row_model is None else model_display(row_model))
+        configs.append(combine(top, model_settings(row.get("model")), flatten(extra)))
+    return BenchFile(path, kind, tuple(rows), tuple(models), tuple(configs), tuple(displays))
