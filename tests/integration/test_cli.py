@@ -27,8 +27,21 @@ def test_list_tasks_and_interventions(capsys):
 
 def test_run_from_flags_writes_results(tmp_path, mock_model, capsys):
     out = tmp_path / "run"
-    rc = cli.main(["run", "--tasks", "test_echo", "--limit", "4", "--output", str(out),
-                   "--interventions", "none", "--batch-size", "2"])
+    rc = cli.main(
+        [
+            "run",
+            "--tasks",
+            "test_echo",
+            "--limit",
+            "4",
+            "--output",
+            str(out),
+            "--interventions",
+            "none",
+            "--batch-size",
+            "2",
+        ]
+    )
     assert rc == 0
     data = json.loads((out / "results.json").read_text())
     assert data["schema"] == "headscope.results"
@@ -62,19 +75,42 @@ def test_usage_errors_exit_2_with_one_clear_message(argv, message, tmp_path, cap
 
 
 def test_console_entry_point_runs():
-    out = subprocess.run([sys.executable, "-m", "harness", "list", "interventions"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "list", "interventions"], capture_output=True, text=True
+    )
     assert out.returncode == 0 and "none" in out.stdout
 
 
 def test_task_args_reach_the_task_and_are_validated(tmp_path, mock_model, capsys):
     out = tmp_path / "run"
-    rc = cli.main(["run", "--tasks", "test_echo", "--task-args", '{"test_echo": {"n": 3}}',
-                   "--interventions", "none", "--output", str(out)])
+    rc = cli.main(
+        [
+            "run",
+            "--tasks",
+            "test_echo",
+            "--task-args",
+            '{"test_echo": {"n": 3}}',
+            "--interventions",
+            "none",
+            "--output",
+            str(out),
+        ]
+    )
     assert rc == 0
     data = json.loads((out / "results.json").read_text())
     assert data["entries"][0]["n_samples"] == 3
     assert data["entries"][0]["task_args"] == {"n": 3}
-    rc = cli.main(["run", "--tasks", "test_echo", "--task-args", '{"pope": {"n": 3}}',
-                   "--interventions", "none", "--output", str(tmp_path / "other")])
+    rc = cli.main(
+        [
+            "run",
+            "--tasks",
+            "test_echo",
+            "--task-args",
+            '{"pope": {"n": 3}}',
+            "--interventions",
+            "none",
+            "--output",
+            str(tmp_path / "other"),
+        ]
+    )
     assert rc == 2 and "not in --tasks" in capsys.readouterr().err

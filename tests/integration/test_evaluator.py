@@ -74,15 +74,21 @@ def test_non_run_directory_is_refused(tmp_path):
 
 
 def test_bad_media_stops_with_clear_error_or_counted_skip(tmp_path):
-    spec = RunSpec(tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),),
-                   output=str(tmp_path / "a"))
+    spec = RunSpec(
+        tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),), output=str(tmp_path / "a")
+    )
     with pytest.raises(EvaluationError, match=r"d002.*nonexistent/d002.jpg.*--skip-bad-docs"):
         run_grid(spec, ScriptedAdapter(correct_on_even))
-    spec = RunSpec(tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),),
-                   output=str(tmp_path / "b"), skip_bad_docs=True)
+    spec = RunSpec(
+        tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),),
+        output=str(tmp_path / "b"),
+        skip_bad_docs=True,
+    )
     res = run_grid(spec, ScriptedAdapter(correct_on_even))
     assert res.entries[0].n_skipped == 1 and res.entries[0].n_samples == 5
-    assert res.entries[0].metric("accuracy").value == pytest.approx(2 / 5)  # docs 0 and 4 of 0,1,3,4,5
+    assert res.entries[0].metric("accuracy").value == pytest.approx(
+        2 / 5
+    )  # docs 0 and 4 of 0,1,3,4,5
 
 
 def test_scoring_failures_are_counted_not_swallowed(tmp_path):

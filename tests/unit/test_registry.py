@@ -65,7 +65,8 @@ def test_import_is_light():
         "import sys, harness, tasks, interventions, leaderboards\n"
         "from harness.registry import TASKS, INTERVENTIONS\n"
         "TASKS.names(); INTERVENTIONS.names()\n"
-        "heavy = [m for m in ('torch', 'transformers', 'datasets', 'av', 'fitz') if m in sys.modules]\n"
+        "names = ('torch', 'transformers', 'datasets', 'av', 'fitz')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,7 +16,9 @@ from harness.specs import (
 
 def test_short_intervention_form_parses_json_scalars():
     spec = parse_intervention("ablate:select=top,k=0.05,mode=zero,draws=5")
-    assert spec == InterventionSpec("ablate", {"select": "top", "k": 0.05, "mode": "zero", "draws": 5})
+    assert spec == InterventionSpec(
+        "ablate", {"select": "top", "k": 0.05, "mode": "zero", "draws": 5}
+    )
     assert spec.label == "ablate:draws=5,k=0.05,mode=zero,select=top"
 
 
