@@ -15,6 +15,7 @@ block over keys [s − W + 1, e) plus gathered sink keys; O(S·W) work).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -173,7 +174,6 @@ def _spans(lo: int, hi: int, block: int) -> list[tuple[int, int]]:
 
 def _bulk(q, k, v, attention_mask, size: int, scale, block: int, out) -> tuple[int, int]:
     """All interior blocks in one SDPA call per batch row; returns the query rows done."""
-    import torch
     import torch.nn.functional as F  # noqa: N812
 
     batch, heads, q_len, dim = q.shape
@@ -186,14 +186,15 @@ def _bulk(q, k, v, attention_mask, size: int, scale, block: int, out) -> tuple[i
         return 0, 0
     lo, hi, span = first * block, (first + count) * block, size + block - 1
     k0 = offset + lo - size + 1
-    rel = torch.arange(block, device=q.device)[:, None] + (size - 1)
-    rel = rel - torch.arange(span, device=q.device)[None, :]
-    band = (rel >= 0) & (rel < size)  # [q_row, key] of every block
+    band = _band(block, size, str(q.device))  # [q_row, key] of every block
+    # Without padding every row sees its own key: an additive float mask is exact and SDPA
+    # need not convert a bool mask on every call.
+    additive = _band(block, size, str(q.device), q.dtype) if attention_mask is None else None
     gqa = k.shape[1] != heads
     for b in range(batch):
         ks, vs = (_block_view(t[b], k0, block, span, count) for t in (k, v))
         qs = q[b, :, lo:hi].unflatten(1, (count, block)).transpose(0, 1)
-        mask = band
+        mask = additive
         if attention_mask is not None:
             am = attention_mask[b, 0]  # [q_pos, k_pos], possibly broadcast (stride 0)
             sq, sk = am.stride()
@@ -208,6 +209,22 @@ def _bulk(q, k, v, attention_mask, size: int, scale, block: int, out) -> tuple[i
         )  # [block_idx, head, row, dim]
         out[b, :, lo:hi].unflatten(1, (count, block)).transpose(0, 1).copy_(res)
     return lo, hi
+
+
+@functools.lru_cache(maxsize=32)
+def _band(block: int, size: int, device: str, dtype=None):
+    """(b, W + b − 1) band of a strided block: bool (True = attend), or additive 0/−inf.
+
+    Cached: on a shared CPU every small op costs a thread-pool wake-up (ms under load).
+    """
+    import torch
+
+    rel = torch.arange(block, device=device)[:, None] + (size - 1)
+    rel = rel - torch.arange(size + block - 1, device=device)[None, :]
+    band = (rel >= 0) & (rel < size)
+    if dtype is None:
+        return band
+    return torch.zeros(band.shape, dtype=dtype, device=device).masked_fill(~band, float("-inf"))
 
 
 def _block_view(t, start: int, step: int, span: int, count: int):
@@ -229,6 +246,13 @@ def _one_block(q, k, v, attention_mask, size: int, sink_info, scale, rows, out) 
     kv_heads, kv_len = k.shape[1], k.shape[2]
     offset = kv_len - q_len
     (sinks, start), (s, e) = sink_info, rows
+    if not sinks and attention_mask is None and offset == s == 0 and e <= size:
+        # Leading rows p < W see every key ≤ p: plain causal, no mask to build.
+        out[:, :, :e] = F.scaled_dot_product_attention(
+            q[:, :, :e], k[:, :, :e], v[:, :, :e], is_causal=True, scale=scale,
+            enable_gqa=kv_heads != heads,
+        )  # fmt: skip
+        return
     q_pos = torch.arange(offset + s, offset + e, device=q.device)
     ks = max(0, offset + s - size + 1)
     k_pos = torch.arange(ks, offset + e, device=q.device)

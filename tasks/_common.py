@@ -5,6 +5,8 @@ Stable API (video tasks import it too):
 - :func:`candidate_ids` — an HF dataset id plus its pre/post July-2026 counterpart.
 - :func:`load_rows` — rows from the hub (trying those ids) or from local ``data_files`` /
   ``data_dir`` (parquet, JSON, JSONL), always through ``datasets.load_dataset``.
+- :class:`RowSource` — task mixin keeping ``dataset_id`` / ``data_files`` / ``data_dir`` /
+  ``revision`` and loading a split from them; :func:`image_rows` — the lazy ``image`` column.
 - :func:`row_id`, :func:`require`, :func:`parse_list` — per-row checks that raise
   :class:`~harness.task_api.SampleError` naming the row.
 - :func:`lazy_media`, :class:`RowImage`, :func:`to_pil`, :func:`open_image`,
@@ -22,7 +24,7 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from harness.task_api import SampleError, TaskLoadError
 from tasks._answers import (
@@ -50,6 +52,8 @@ __all__ = [
     "DataFiles",
     "candidate_ids",
     "load_rows",
+    "RowSource",
+    "image_rows",
     "row_id",
     "require",
     "parse_list",
@@ -184,6 +188,52 @@ def load_rows(
         + "; ".join(errors)
         + "). Pass data_files=... or data_dir=... to read local parquet/JSON files."
     )
+
+
+class RowSource:
+    """Mixin of tasks whose rows come from a hub dataset or local files (see :func:`load_rows`).
+
+    Attributes:
+        source_media: Which July-2026 rename of the hub id to try ("image" or "video").
+    """
+
+    source_media: ClassVar[Literal["image", "video"]] = "image"
+
+    def _init_source(
+        self,
+        dataset_id: str,
+        data_files: DataFiles | None,
+        data_dir: str | None,
+        revision: str | None,
+    ) -> None:
+        self.dataset_id = dataset_id
+        self.data_files = data_files
+        self.data_dir = data_dir
+        self.revision = revision
+
+    def source_rows(self, task: str, split: str, config: str | None = None) -> Any:
+        """One split (a ``datasets.Dataset``) from the task's source arguments."""
+        return load_rows(
+            task,
+            split,
+            dataset_id=self.dataset_id,
+            media=self.source_media,
+            config=config,
+            revision=self.revision,
+            data_files=self.data_files,
+            data_dir=self.data_dir,
+        )
+
+
+def image_rows(task: str, rows: Any, column: str = "image") -> tuple[Any, Any]:
+    """:func:`lazy_media` of ``rows`` over one image column, which must be there.
+
+    Raises:
+        TaskLoadError: naming the task and the columns the data has.
+    """
+    if column not in rows.column_names:
+        raise TaskLoadError(f"{task}: the data has no {column!r} column ({rows.column_names})")
+    return lazy_media(rows, [column])
 
 
 # -- row checks -----------------------------------------------------------------------------

@@ -3,17 +3,21 @@
 A mini task subclasses the real task (same sample type, metrics and evidence) and only
 replaces loading and the prompt: the request text is exactly ``MiniSample.question``, the
 text the embedded toy model was trained on. Only the held-out splits can be evaluated.
+
+A mini task that takes only ``n`` and ``seed`` mixes in :class:`SeededMini` (its constructor);
+one with variant arguments mixes in :class:`MiniMixin` and calls ``_init_mini`` itself.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.task_api import TaskLoadError
 
-__all__ = ["MINI_SPLITS", "MiniMixin"]
+__all__ = ["MINI_SPLITS", "MiniMixin", "SeededMini", "video_choice_sample"]
 
 MINI_SPLITS = ("validation", "test")
+S = TypeVar("S")
 
 
 class MiniMixin:
@@ -55,3 +59,33 @@ class MiniMixin:
     def settings(self) -> dict[str, Any]:
         """Sample count and toy seed."""
         return {"n": self.n, "seed": self.seed} | dict(getattr(self, "_args", {}))
+
+
+class SeededMini(MiniMixin):
+    """:class:`MiniMixin` plus the constructor of mini tasks that take only ``n`` and ``seed``.
+
+    The real task is built with its defaults.
+    """
+
+    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
+        super().__init__()
+        self._init_mini(n, seed)
+
+
+def video_choice_sample(cls: type[S], ms: Any, **fields: Any) -> S:
+    """A toy ``MiniSample`` as a multiple-choice video sample ``cls`` (frames in memory).
+
+    Args:
+        cls: Sample dataclass of a :class:`~tasks._video.VideoChoiceTask`.
+        ms: The toy sample.
+        **fields: Further fields of ``cls`` (e.g. Video-MME's ``duration``).
+    """
+    return cls(
+        doc_id=ms.doc_id,
+        question=ms.question,
+        options=tuple(ms.options),
+        answer=ms.answer,
+        task_type=ms.task_type,
+        frames=tuple(ms.images),
+        **fields,
+    )

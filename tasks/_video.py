@@ -15,9 +15,9 @@ from typing import Any
 from harness.media_video import VideoFinder, sample_frames
 from harness.payloads import Generation, Request, Video
 from harness.task_api import MetricValue, ScoringContext, Task, mean_stderr
-from tasks._common import parse_choice
+from tasks._common import RowSource, parse_choice
 
-__all__ = ["LETTERS", "VideoChoiceTask", "group_accuracy"]
+__all__ = ["LETTERS", "VideoChoiceTask", "accuracy", "group_accuracy"]
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -26,20 +26,22 @@ def group_accuracy(
     rows: Sequence[Mapping[str, Any]], key: str, groups: Sequence[str], prefix: str = "accuracy_"
 ) -> list[MetricValue]:
     """Accuracy (mean of ``row["accuracy"]``) of the rows of each group ``row[key] == g``."""
-    out = []
-    for g in groups:
-        vals = [float(r["accuracy"]) for r in rows if r.get(key) == g]
-        mean, err = mean_stderr(vals)
-        out.append(MetricValue(f"{prefix}{g}", mean, err, len(vals)))
-    return out
+    return [accuracy([r for r in rows if r.get(key) == g], f"{prefix}{g}") for g in groups]
 
 
-class VideoChoiceTask(Task):
+def accuracy(rows: Sequence[Mapping[str, Any]], name: str = "accuracy") -> MetricValue:
+    """Mean ± stderr of ``row["accuracy"]`` over ``rows``, reported as ``name``."""
+    mean, err = mean_stderr([float(r["accuracy"]) for r in rows])
+    return MetricValue(name, mean, err, len(rows))
+
+
+class VideoChoiceTask(RowSource, Task):
     """Base of multiple-choice video tasks.
 
     Samples must have ``doc_id``, ``options`` (option texts), ``answer`` (a letter),
     ``video_name`` and ``frames`` (in-memory frames; empty for file-backed samples).
-    Subclasses implement :meth:`load` and :meth:`prompt`.
+    Subclasses implement :meth:`load` and :meth:`prompt`; file-backed ones keep their dataset
+    arguments with ``_init_source`` and read rows with ``source_rows`` (:class:`RowSource`).
 
     Args:
         num_frames: Frames sampled uniformly over the whole video.
@@ -49,6 +51,7 @@ class VideoChoiceTask(Task):
     """
 
     video_what = "video"
+    source_media = "video"
 
     def __init__(
         self, *, num_frames: int = 16, video_root: str | None = None, random_fallback: bool = False

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.registry import task
-from harness.task_api import MetricDef, MetricValue, SampleError, mean_stderr
-from tasks._common import DataFiles, load_rows, normalize_text, parse_list, require, row_id
-from tasks._video import LETTERS, VideoChoiceTask, group_accuracy
+from harness.task_api import MetricDef, MetricValue, SampleError
+from tasks._common import DataFiles, normalize_text, parse_list, require, row_id
+from tasks._video import LETTERS, VideoChoiceTask, accuracy, group_accuracy
 
 __all__ = ["MLVU", "MLVUSample", "MC_TYPES", "normalise_row", "macro_average"]
 
@@ -146,23 +146,12 @@ class MLVU(VideoChoiceTask):
         super().__init__(
             num_frames=num_frames, video_root=video_root, random_fallback=random_fallback
         )
-        self.dataset_id = dataset_id
-        self.data_files = data_files
-        self.data_dir = data_dir
-        self.revision = revision
+        self._init_source(dataset_id, data_files, data_dir, revision)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[MLVUSample]:
         """Rows of ``split`` as samples (first ``limit``)."""
         split = split or self.default_split
-        rows = load_rows(
-            "mlvu",
-            split,
-            dataset_id=self.dataset_id,
-            media="video",
-            revision=self.revision,
-            data_files=self.data_files,
-            data_dir=self.data_dir,
-        )
+        rows = self.source_rows("mlvu", split)
         out: list[MLVUSample] = []
         seen: dict[str, int] = {}
         for i, row in enumerate(rows):
@@ -187,8 +176,7 @@ class MLVU(VideoChoiceTask):
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
         """Macro average over present MC types, micro accuracy, per-type accuracy."""
         per_type = group_accuracy(rows, "task_type", MC_TYPES)
-        acc, err = mean_stderr([float(r["accuracy"]) for r in rows])
-        return [macro_average(per_type), MetricValue("accuracy", acc, err, len(rows)), *per_type]
+        return [macro_average(per_type), accuracy(rows), *per_type]
 
     def sample_log(self, sample: MLVUSample) -> dict[str, Any]:
         """Target letter, task type and the shown frame indices."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import MiniMixin, video_choice_sample
 from tasks.mlvu import MLVU, MLVUSample
 
 __all__ = ["MLVUMini", "from_mini"]
@@ -21,14 +21,7 @@ __all__ = ["MLVUMini", "from_mini"]
 
 def from_mini(ms: Any) -> MLVUSample:
     """A toy :class:`~harness.toy.scenes.MiniSample` as an :class:`MLVUSample`."""
-    return MLVUSample(
-        doc_id=ms.doc_id,
-        question=ms.question,
-        options=tuple(ms.options),
-        answer=ms.answer,
-        task_type=ms.task_type,
-        frames=tuple(ms.images),
-    )
+    return video_choice_sample(MLVUSample, ms)
 
 
 @task("mlvu_mini")

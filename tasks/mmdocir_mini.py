@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from harness.payloads import Box, PageEvidence, Request
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import SeededMini
 from tasks.mmdocir import DocIRSample, MMDocIR
 
 __all__ = ["MMDocIRMini"]
 
 
 @task("mmdocir_mini")
-class MMDocIRMini(MiniMixin, MMDocIR):
+class MMDocIRMini(SeededMini, MMDocIR):
     """MMDocIR on toy documents.
 
     Args:
@@ -26,10 +26,6 @@ class MMDocIRMini(MiniMixin, MMDocIR):
     """
 
     kind = "mmdocir"
-
-    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
-        super().__init__()
-        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[DocIRSample]:
         """Toy samples as :class:`~tasks.mmdocir.DocIRSample` (layout boxes in pixels)."""

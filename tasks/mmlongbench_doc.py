@@ -43,7 +43,7 @@ from harness.task_api import (
     TaskLoadError,
     mean_stderr,
 )
-from tasks._common import DataFiles, load_rows, parse_list, require, row_id
+from tasks._common import DataFiles, RowSource, parse_list, require, row_id
 from tasks._doc_answers import FORMATS, match_answer, not_answerable
 
 __all__ = ["DocSample", "MMLongBenchDoc", "match_answer", "not_answerable", "PROMPT_SUFFIX"]
@@ -80,7 +80,7 @@ class DocSample:
 
 
 @task("mmlongbench_doc")
-class MMLongBenchDoc(Task):
+class MMLongBenchDoc(RowSource, Task):
     """MMLongBench-Doc long-document QA over rendered pages.
 
     Args:
@@ -118,8 +118,8 @@ class MMLongBenchDoc(Task):
         if dpi <= 0 or (max_pages is not None and max_pages < 1):
             raise ValueError("mmlongbench_doc: dpi and max_pages must be positive")
         self.pages, self.dpi, self.max_pages = pages, dpi, max_pages
-        self.doc_dir, self.dataset_id, self.revision = doc_dir, dataset_id, revision
-        self.data_files, self.data_dir = data_files, data_dir
+        self.doc_dir = doc_dir
+        self._init_source(dataset_id, data_files, data_dir, revision)
 
     def settings(self) -> dict[str, Any]:
         """Pages shown, dpi and page cap (resolved defaults included)."""
@@ -134,12 +134,8 @@ class MMLongBenchDoc(Task):
         if self.doc_dir is None:
             raise TaskLoadError("mmlongbench_doc: pass doc_dir=<folder holding the PDFs>")
         split = split or self.default_split
-        rows = load_rows(
-            "mmlongbench_doc", split, dataset_id=self.dataset_id, revision=self.revision,
-            data_files=self.data_files, data_dir=self.data_dir,
-        )  # fmt: skip
         out = []
-        for i, row in enumerate(rows):
+        for i, row in enumerate(self.source_rows("mmlongbench_doc", split)):
             out.append(self._sample(row, i))
             if limit is not None and len(out) >= limit:
                 break

@@ -32,9 +32,9 @@ from harness.task_api import MetricDef, SampleError, ScoringContext, Task
 from tasks._common import (
     DataFiles,
     RowImage,
+    RowSource,
     as_number,
     lazy_media,
-    load_rows,
     normalize_text,
     numbers_close,
     open_image,
@@ -105,7 +105,7 @@ def open_match(response: str, golds: tuple[str, ...]) -> bool:
 
 
 @task("mmmu")
-class MMMU(Task):
+class MMMU(RowSource, Task):
     """MMMU multiple-choice and open questions.
 
     Args:
@@ -136,22 +136,15 @@ class MMMU(Task):
         unknown = sorted(set(subjects or ()) - set(SUBJECTS))
         if unknown:
             raise ValueError(f"mmmu: unknown subject(s) {unknown}; known: {list(SUBJECTS)}")
-        self.dataset_id = dataset_id
+        self._init_source(dataset_id, data_files, data_dir, revision)
         self.subjects = tuple(subjects or ())
-        self.data_files = data_files
-        self.data_dir = data_dir
         self.image_root = image_root
-        self.revision = revision
 
     def _tables(self, split: str) -> list[Any]:
-        kw = dict(revision=self.revision, data_files=self.data_files, data_dir=self.data_dir)
         local = self.data_files is not None or self.data_dir is not None
         if self.dataset_id.startswith("MMMU/") and not local:
-            return [
-                load_rows("mmmu", split, dataset_id=self.dataset_id, config=s, **kw)
-                for s in self.subjects or SUBJECTS
-            ]
-        return [load_rows("mmmu", split, dataset_id=self.dataset_id, **kw)]
+            return [self.source_rows("mmmu", split, config=s) for s in self.subjects or SUBJECTS]
+        return [self.source_rows("mmmu", split)]
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[MMMUSample]:
         """Load rows; parse options and open-question gold lists once."""

@@ -9,14 +9,14 @@ rule). Answers: one letter.
 from __future__ import annotations
 
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import SeededMini
 from tasks.mmmu import MMMU, MMMUSample
 
 __all__ = ["MMMUMini"]
 
 
 @task("mmmu_mini")
-class MMMUMini(MiniMixin, MMMU):
+class MMMUMini(SeededMini, MMMU):
     """MMMU on toy scenes.
 
     Args:
@@ -25,10 +25,6 @@ class MMMUMini(MiniMixin, MMMU):
     """
 
     kind = "mmmu"
-
-    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
-        super().__init__()
-        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[MMMUSample]:
         """Toy samples as :class:`~tasks.mmmu.MMMUSample` (multiple-choice)."""

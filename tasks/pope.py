@@ -31,14 +31,13 @@ from harness.task_api import (
     SampleError,
     ScoringContext,
     Task,
-    TaskLoadError,
     mean_stderr,
 )
 from tasks._common import (
     DataFiles,
     RowImage,
-    lazy_media,
-    load_rows,
+    RowSource,
+    image_rows,
     open_image,
     require,
     row_id,
@@ -71,7 +70,7 @@ class PopeSample:
 
 
 @task("pope")
-class Pope(Task):
+class Pope(RowSource, Task):
     """POPE yes/no object probing.
 
     Args:
@@ -106,11 +105,8 @@ class Pope(Task):
         if subset not in SUBSETS:
             raise ValueError(f"pope subset {subset!r} not one of {SUBSETS}")
         self.subset = subset
-        self.dataset_id = dataset_id
-        self.data_files = data_files
-        self.data_dir = data_dir
+        self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root
-        self.revision = revision
 
     def settings(self) -> dict[str, Any]:
         """Subset (resolved default included) and the arguments passed."""
@@ -119,17 +115,7 @@ class Pope(Task):
     def load(self, split: str | None = None, limit: int | None = None) -> list[PopeSample]:
         """Load, normalise answers to yes/no, filter by subset."""
         split = split or self.default_split
-        rows = load_rows(
-            "pope",
-            split,
-            dataset_id=self.dataset_id,
-            revision=self.revision,
-            data_files=self.data_files,
-            data_dir=self.data_dir,
-        )
-        if "image" not in rows.column_names:
-            raise TaskLoadError(f"pope: the data has no 'image' column ({rows.column_names})")
-        meta, media = lazy_media(rows, ["image"])
+        meta, media = image_rows("pope", self.source_rows("pope", split))
         out = []
         for i, row in enumerate(meta):
             where = row_id("pope", i, row, "question_id")

@@ -9,14 +9,14 @@ Answers: "yes" / "no".
 from __future__ import annotations
 
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import SeededMini
 from tasks.pope import Pope, PopeSample
 
 __all__ = ["PopeMini"]
 
 
 @task("pope_mini")
-class PopeMini(MiniMixin, Pope):
+class PopeMini(SeededMini, Pope):
     """POPE on toy scenes.
 
     Args:
@@ -25,10 +25,6 @@ class PopeMini(MiniMixin, Pope):
     """
 
     kind = "pope"
-
-    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
-        super().__init__()
-        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[PopeSample]:
         """Toy samples as :class:`~tasks.pope.PopeSample`."""

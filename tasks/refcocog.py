@@ -27,13 +27,13 @@ from typing import Any, ClassVar
 
 from harness.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
 from harness.registry import task
-from harness.task_api import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
+from harness.task_api import MetricDef, SampleError, ScoringContext, Task
 from tasks._common import (
     DataFiles,
     RowImage,
+    RowSource,
+    image_rows,
     image_size,
-    lazy_media,
-    load_rows,
     open_image,
     parse_list,
     require,
@@ -96,7 +96,7 @@ def iou_scores(pred: Box | None, gold: Box, size: tuple[int, int]) -> dict[str, 
 
 
 @task("refcocog")
-class RefCOCOg(Task):
+class RefCOCOg(RowSource, Task):
     """RefCOCOg referring expression comprehension.
 
     Args:
@@ -127,26 +127,13 @@ class RefCOCOg(Task):
         image_root: str | None = None,
         revision: str | None = None,
     ) -> None:
-        self.dataset_id = dataset_id
-        self.data_files = data_files
-        self.data_dir = data_dir
+        self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root
-        self.revision = revision
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
         """Load rows and expand them to one sample per expression."""
         split = split or self.default_split
-        rows = load_rows(
-            "refcocog",
-            split,
-            dataset_id=self.dataset_id,
-            revision=self.revision,
-            data_files=self.data_files,
-            data_dir=self.data_dir,
-        )
-        if "image" not in rows.column_names:
-            raise TaskLoadError(f"refcocog: the data has no 'image' column ({rows.column_names})")
-        meta, media = lazy_media(rows, ["image"])
+        meta, media = image_rows("refcocog", self.source_rows("refcocog", split))
         out: list[RefSample] = []
         for i, row in enumerate(meta):
             where = row_id("refcocog", i, row, "question_id")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness.payloads import Box
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import SeededMini
 from tasks.refcocog import PROMPT, RefCOCOg, RefSample
 
 __all__ = ["RefCOCOgMini"]
@@ -19,7 +19,7 @@ _PREFIX = PROMPT.split("{}")[0]
 
 
 @task("refcocog_mini")
-class RefCOCOgMini(MiniMixin, RefCOCOg):
+class RefCOCOgMini(SeededMini, RefCOCOg):
     """RefCOCOg on toy scenes.
 
     Args:
@@ -28,10 +28,6 @@ class RefCOCOgMini(MiniMixin, RefCOCOg):
     """
 
     kind = "refcocog"
-
-    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
-        super().__init__()
-        self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
         """Toy samples as :class:`~tasks.refcocog.RefSample` (boxes xyxy pixels)."""

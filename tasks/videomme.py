@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.registry import task
-from harness.task_api import MetricDef, MetricValue, SampleError, mean_stderr
-from tasks._common import DataFiles, load_rows, parse_list, require, row_id
-from tasks._video import VideoChoiceTask, group_accuracy
+from harness.task_api import MetricDef, MetricValue, SampleError
+from tasks._common import DataFiles, parse_list, require, row_id
+from tasks._video import VideoChoiceTask, accuracy, group_accuracy
 
 __all__ = ["VideoMME", "VideoMMESample", "DURATIONS", "normalise_row", "PROMPT_HEAD"]
 
@@ -144,23 +144,12 @@ class VideoMME(VideoChoiceTask):
             num_frames=num_frames, video_root=video_root, random_fallback=random_fallback
         )
         self.duration = duration
-        self.dataset_id = dataset_id
-        self.data_files = data_files
-        self.data_dir = data_dir
-        self.revision = revision
+        self._init_source(dataset_id, data_files, data_dir, revision)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[VideoMMESample]:
         """Rows of ``split`` as samples, filtered by duration (first ``limit``)."""
         split = split or self.default_split
-        rows = load_rows(
-            "videomme",
-            split,
-            dataset_id=self.dataset_id,
-            media="video",
-            revision=self.revision,
-            data_files=self.data_files,
-            data_dir=self.data_dir,
-        )
+        rows = self.source_rows("videomme", split)
         out: list[VideoMMESample] = []
         for i, row in enumerate(rows):
             sample = normalise_row(row, row_id("videomme", i, row, "question_id"))
@@ -181,11 +170,7 @@ class VideoMME(VideoChoiceTask):
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
         """Overall accuracy and accuracy per duration."""
-        acc, err = mean_stderr([float(r["accuracy"]) for r in rows])
-        return [
-            MetricValue("accuracy", acc, err, len(rows)),
-            *group_accuracy(rows, "duration", DURATIONS),
-        ]
+        return [accuracy(rows), *group_accuracy(rows, "duration", DURATIONS)]
 
     def sample_log(self, sample: VideoMMESample) -> dict[str, Any]:
         """Target letter, duration, question type and the shown frame indices."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from harness.registry import task
-from tasks._mini import MiniMixin
+from tasks._mini import MiniMixin, video_choice_sample
 from tasks.videomme import VideoMME, VideoMMESample
 
 __all__ = ["VideoMMEMini", "from_mini"]
@@ -21,15 +21,7 @@ __all__ = ["VideoMMEMini", "from_mini"]
 
 def from_mini(ms: Any) -> VideoMMESample:
     """A toy :class:`~harness.toy.scenes.MiniSample` as a :class:`VideoMMESample`."""
-    return VideoMMESample(
-        doc_id=ms.doc_id,
-        question=ms.question,
-        options=tuple(ms.options),
-        answer=ms.answer,
-        duration=ms.duration,
-        task_type=ms.task_type,
-        frames=tuple(ms.images),
-    )
+    return video_choice_sample(VideoMMESample, ms, duration=ms.duration)
 
 
 @task("videomme_mini")

@@ -156,6 +156,19 @@ def _llava_tokenizer(family: str, vocab_size: int, chatml: bool) -> Any:
     )
 
 
+def _clip_llava_args(family: str, vocab_size: int, image_cls: type, **image_kw: Any) -> dict:
+    """Processor arguments LLaVA-1.5 and LLaVA-NeXT share (one tiny CLIP /14 tower at 112²)."""
+    return {
+        "image_processor": image_cls(
+            size={"shortest_edge": 112}, crop_size={"height": 112, "width": 112}, **image_kw
+        ),
+        "tokenizer": _llava_tokenizer(family, vocab_size, chatml=False),
+        "patch_size": 14,
+        "vision_feature_select_strategy": "default",
+        "num_additional_image_tokens": 1,
+    }
+
+
 def tiny_llava_processor(vocab_size: int = 512) -> Any:
     """A ``LlavaProcessor`` for ``build_tiny_model("llava")``: CLIP 112 crop, 8×8 = 64 tokens.
 
@@ -166,17 +179,8 @@ def tiny_llava_processor(vocab_size: int = 512) -> Any:
     from transformers import LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    image_processor = LlavaImageProcessorPil(
-        size={"shortest_edge": 112}, crop_size={"height": 112, "width": 112}
-    )
-    return LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=_llava_tokenizer("llava", vocab_size, chatml=False),
-        patch_size=14,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=_LLAVA_TEMPLATE,
-    )
+    args = _clip_llava_args("llava", vocab_size, LlavaImageProcessorPil)
+    return LlavaProcessor(**args, chat_template=_LLAVA_TEMPLATE)
 
 
 def tiny_llava_next_processor(vocab_size: int = 512) -> Any:
@@ -187,19 +191,10 @@ def tiny_llava_next_processor(vocab_size: int = 512) -> Any:
     )
 
     pins = [[112, 224], [224, 112], [224, 224], [112, 336], [336, 112]]
-    image_processor = LlavaNextImageProcessorPil(
-        size={"shortest_edge": 112},
-        crop_size={"height": 112, "width": 112},
-        image_grid_pinpoints=pins,
+    args = _clip_llava_args(
+        "llava_next", vocab_size, LlavaNextImageProcessorPil, image_grid_pinpoints=pins
     )
-    return LlavaNextProcessor(
-        image_processor=image_processor,
-        tokenizer=_llava_tokenizer("llava_next", vocab_size, chatml=False),
-        patch_size=14,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=_MISTRAL_TEMPLATE,
-    )
+    return LlavaNextProcessor(**args, chat_template=_MISTRAL_TEMPLATE)
 
 
 def tiny_llava_onevision_processor(vocab_size: int = 512) -> Any:

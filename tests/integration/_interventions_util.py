@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.dispatch import geometry_of, use_dispatch
+from harness.dispatch import geometry_of, plan_scope, use_dispatch
 from harness.models.base import ModelAdapter
 from harness.ranking import Ranking, TaskRam, save_ranking
 from harness.specs import ModelSpec
@@ -30,14 +30,19 @@ def pair(family, **kw):
 
 
 def text_inputs(model, seed=0, pads=PADS, seq=SEQ):
+    """Left-padded token inputs (one row per pad) with position ids that skip the padding."""
     inp = tiny_text_inputs(model, len(pads), seq, seed, left_pad=list(pads))
     inp["position_ids"] = (inp["attention_mask"].cumsum(-1) - 1).clamp(min=0)
     return inp
 
 
-def logits(model, inp):
+def logits(model, inp, plan=None):
+    """Logits of one no-grad forward, under ``plan`` when one is given (dispatched models)."""
     with torch.no_grad():
-        return model(**inp).logits
+        if plan is None:
+            return model(**inp).logits
+        with plan_scope(model, plan):
+            return model(**inp).logits
 
 
 def real(x, inp):

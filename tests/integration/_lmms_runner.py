@@ -72,7 +72,7 @@ def run(config_path: str) -> None:
         )
     spec = RunSpec(
         model=ModelSpec(**config["model_spec"]),
-        tasks=(TaskSpec("pope_mini", limit=config["n"]),),
+        tasks=(TaskSpec(config["task"], limit=config["n"]),),
         interventions=(InterventionSpec(), InterventionSpec("ablate", config["ablation"])),
         output=config["output"],
     )

@@ -22,23 +22,20 @@ from harness.dispatch import (  # noqa: E402
 )
 from harness.heads import Head  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model, tiny_text_inputs  # noqa: E402
+from tests.integration._interventions_util import (  # noqa: E402
+    boom,
+    logits,
+    o_proj_reference,
+    text_inputs,
+    zero_heads_edit,
+)
 
 SEQ = 12
 PADS = [0, 4]
 
 
 def padded_inputs(model, seed=0):
-    inp = tiny_text_inputs(model, 2, SEQ, seed, left_pad=PADS)
-    inp["position_ids"] = (inp["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-    return inp
-
-
-def logits(model, inp, plan=None):
-    with torch.no_grad():
-        if plan is None:
-            return model(**inp).logits
-        with plan_scope(model, plan):
-            return model(**inp).logits
+    return text_inputs(model, seed, pads=PADS, seq=SEQ)
 
 
 def real(x):
@@ -127,35 +124,11 @@ def test_recorded_ram_equals_eager_probabilities(family):
     assert rec.matrix(2).shape == (2, 2, 4)
 
 
-def o_proj_reference(model, inp, edit):
-    """Run the sdpa model with a pre-hook on every o_proj that edits per-head slices."""
-    layers = model.model.language_model.layers
-    handles = [
-        layer.self_attn.o_proj.register_forward_pre_hook(
-            lambda _m, args, i=i: (edit(i, args[0].clone()),)
-        )
-        for i, layer in enumerate(layers)
-    ]
-    try:
-        return logits(model, inp)
-    finally:
-        for h in handles:
-            h.remove()
-
-
 def test_zero_ablation_equals_o_proj_hook(pair):
     base, disp = pair
     inp = padded_inputs(base, seed=4)
     heads = {Head(0, 1), Head(1, 0), Head(1, 3)}
-    d = geometry_of(base).head_dim
-
-    def zero(layer, x):
-        for h in heads:
-            if h.layer == layer:
-                x[..., h.head * d : (h.head + 1) * d] = 0
-        return x
-
-    ref = o_proj_reference(base, inp, zero)
+    ref = o_proj_reference(base, inp, zero_heads_edit(heads, geometry_of(base).head_dim))
     out = logits(disp, inp, Plan.build(ablate={h: Ablation("zero") for h in heads}))
     assert (real(out) - real(ref)).abs().max() <= 1e-6
     assert (real(out) - real(logits(base, inp))).abs().max() > 1e-3  # the ablation bites
@@ -213,17 +186,13 @@ def test_plan_scope_restores_on_error(family):
         ref = logits(model, inp)
         with pytest.raises(RuntimeError, match="boom"):
             with plan_scope(model, Plan.build(ablate={Head(1, 1): Ablation("zero")})):
-                handle = model.model.language_model.layers[1].register_forward_hook(_boom)
+                handle = model.model.language_model.layers[1].register_forward_hook(boom)
                 try:
                     logits(model, inp)
                 finally:
                     handle.remove()
         assert torch.equal(logits(model, inp), ref)
     assert torch.equal(logits(model, inp), logits(build_tiny_model(family), inp))
-
-
-def _boom(*_):
-    raise RuntimeError("boom")
 
 
 def test_plan_scope_requires_dispatch():

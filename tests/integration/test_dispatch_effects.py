@@ -14,29 +14,19 @@ from harness.dispatch import (  # noqa: E402
     VisualPrior,
     capture_states,
     geometry_of,
-    plan_scope,
     use_dispatch,
 )
 from harness.dispatch_exec import run_layer_plan  # noqa: E402
 from harness.heads import Head  # noqa: E402
-from harness.testing.tiny import TINY_FAMILIES, build_tiny_model, tiny_text_inputs  # noqa: E402
+from harness.testing.tiny import TINY_FAMILIES, build_tiny_model  # noqa: E402
+from tests.integration._interventions_util import logits, text_inputs  # noqa: E402
 
 SEQ = 10
 PADS = [3, 0]
 
 
 def inputs(model, seed=0):
-    inp = tiny_text_inputs(model, 2, SEQ, seed, left_pad=PADS)
-    inp["position_ids"] = (inp["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-    return inp
-
-
-def run(model, inp, plan=None):
-    with torch.no_grad():
-        if plan is None:
-            return model(**inp).logits
-        with plan_scope(model, plan):
-            return model(**inp).logits
+    return text_inputs(model, seed, pads=PADS, seq=SEQ)
 
 
 def reference_with_values(model, inp, edit):
@@ -55,7 +45,7 @@ def reference_with_values(model, inp, edit):
             )
         )
     try:
-        return run(model, inp)
+        return logits(model, inp)
     finally:
         for h in handles:
             h.remove()
@@ -89,9 +79,9 @@ def test_ablation_modes_match_value_references(family, mode):
 
     ref = reference_with_values(base, inp, edit)
     ab = Ablation(mode, mean=mean if mode == "mean" else None)
-    out = run(disp, inp, Plan.build(ablate={h: ab for h in heads}))
+    out = logits(disp, inp, Plan.build(ablate={h: ab for h in heads}))
     assert (out[keep] - ref[keep]).abs().max() <= 1e-5
-    assert (out[keep] - run(base, inp)[keep]).abs().max() > 1e-3
+    assert (out[keep] - logits(base, inp)[keep]).abs().max() > 1e-3
 
 
 def test_output_hook_sees_heads_and_can_zero():
@@ -105,13 +95,13 @@ def test_output_hook_sees_heads_and_can_zero():
 
     hook = OutputHook(zero, "zero")
     heads = [Head(1, 0), Head(1, 2)]
-    out = run(disp, inp, Plan.build(hooks={h: hook for h in heads}))
-    ref = run(disp, inp, Plan.build(ablate={h: Ablation("zero") for h in heads}))
+    out = logits(disp, inp, Plan.build(hooks={h: hook for h in heads}))
+    ref = logits(disp, inp, Plan.build(ablate={h: Ablation("zero") for h in heads}))
     assert torch.equal(out, ref)
     assert seen == [(1, (0, 2), (2, SEQ, 2, 16))]
     bad = OutputHook(lambda x, ctx: x[..., :3], "bad")
     with pytest.raises(ValueError, match="bad"):
-        run(disp, inp, Plan.build(hooks={Head(0, 0): bad}))
+        logits(disp, inp, Plan.build(hooks={Head(0, 0): bad}))
 
 
 # --- priors: run_layer_plan against loop references on random tensors -------------------------
@@ -212,13 +202,13 @@ def test_prior_in_model_lambda_zero_is_identity_and_one_changes():
     keys = torch.tensor([[4, 5, 6], [2, 3, 4]])
     prior = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
     heads = geometry_of(disp).all_heads()
-    base = run(disp, inp)
+    base = logits(disp, inp)
     for sem in ("code", "distribution"):
-        same = run(
+        same = logits(
             disp, inp, Plan.build(prior={h: VisualPrior(keys, prior, sem, 0.0) for h in heads})
         )
         assert (same - base).abs().max() <= 1e-5
-        diff = run(
+        diff = logits(
             disp, inp, Plan.build(prior={h: VisualPrior(keys, prior, sem, 1.0) for h in heads})
         )
         assert (diff[:, -1] - base[:, -1]).abs().max() > 1e-3
