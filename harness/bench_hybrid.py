@@ -147,9 +147,8 @@ def run_bench(
         preset: Former name of ``geometry``; wins when given.
 
     Returns:
-        Rows with ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, of_bound``
-        (speedup / bound), ``sdpa_ms, dispatch_overhead`` (dense / sdpa − 1), the raw wall
-        and process-CPU times, ``speedup_cpu_time`` and the settings.
+        Rows: ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, of_bound, sdpa_ms,
+        dispatch_overhead`` (dense / sdpa − 1), robust extras, raw times, settings.
     """
     import torch
 
@@ -158,19 +157,18 @@ def run_bench(
         torch.set_num_threads(threads)
     spec = GEOMETRIES[name]
     geo: Geometry = spec["geometry"]
-    torch_dtype = getattr(torch, dtype)
-    kept = kept_heads(keep, geo.num_heads)
+    torch_dtype, kept = getattr(torch, dtype), kept_heads(keep, geo.num_heads)
     plan = _hybrid_plan(layers, geo.num_heads, kept, window, sinks)
     settings = {
         "geometry": name, "arch": spec["arch"], "layers": layers if scope == "layer" else 1,
         "dtype": dtype, "device": device, "threads": torch.get_num_threads(), "scope": scope,
-        "sinks": sinks, "repeats": repeats, "heads_kept_per_layer": kept,
+        "sinks": sinks, "repeats": repeats, "warmup": warmup, "heads_kept_per_layer": kept,
         "kept_fraction": round(kept / geo.num_heads, 4),
         "dims": {"hidden": geo.hidden_size, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
                  "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
-    model = _build(spec["arch"], geo, layers, torch_dtype, seed) if scope == "layer" else None
-    model = model.to(device) if model is not None else None
+    layer = scope == "layer"
+    model = _build(spec["arch"], geo, layers, torch_dtype, seed).to(device) if layer else None
     rows = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)
@@ -184,9 +182,8 @@ def run_bench(
                 fn()
         times: dict[str, list[float]] = {variant: [] for variant in run}
         cpu: dict[str, list[float]] = {variant: [] for variant in run}
-        order = list(run)
-        for rep in range(repeats):  # rotate the order so no variant always runs first
-            for variant in order[rep % 3 :] + order[: rep % 3]:
+        for rep in range(repeats):  # sdpa-dense-hybrid, then reversed: neighbours stay paired
+            for variant in list(run) if rep % 2 == 0 else list(run)[::-1]:
                 wall, used = _timed(run[variant], device)
                 times[variant].append(wall)
                 cpu[variant].append(used)
@@ -198,6 +195,9 @@ def run_bench(
             "dense_ms": round(med["dense"], 2), "hybrid_ms": round(med["hybrid"], 2),
             "speedup": round(med["dense"] / med["hybrid"], 3), "bound": round(bound, 3),
             "of_bound": round(med["dense"] / med["hybrid"] / bound, 3),
+            # Median of per-repetition ratios of adjacent runs: robust to slow load drifts.
+            "speedup_paired": round(statistics.median(
+                d / h for d, h in zip(times["dense"], times["hybrid"])), 3),
             "sdpa_ms": round(med["sdpa"], 2),
             "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
             "times_ms": {k: [round(x, 1) for x in v] for k, v in times.items()},
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lengths", default="8192,16384", help="comma-separated")
     parser.add_argument("--keep", type=float, default=0.1, help="fraction of heads kept full")
     parser.add_argument("--window", type=int, default=512)
-    parser.add_argument("--sinks", type=int, default=0)
+    parser.add_argument("--sinks", type=int, default=0, help="attention-sink tokens")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs per variant")
     parser.add_argument("--scope", choices=("attention", "layer"), default="layer")
