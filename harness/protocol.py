@@ -186,7 +186,7 @@ def _bench(cfg: ProtocolConfig, path: Path) -> None:
 
     rows = []
     for keep in cfg.hybrid_keep:
-        rows += run_bench(preset=cfg.bench_geometry, lengths=cfg.bench_lengths, keep=keep,
+        rows += run_bench(geometry=cfg.bench_geometry, lengths=cfg.bench_lengths, keep=keep,
                           window=cfg.bench_window, scope="attention", repeats=3,
                           seed=cfg.seed)  # fmt: skip
     write_json_atomic(path, {"bench": "hybrid", "rows": rows})
