@@ -59,10 +59,10 @@ class ProtocolConfig:
 
     tasks: tuple[str, ...] = MINI_TASKS
     rank_tasks: tuple[str, ...] | None = None
-    n_eval: int = 32
-    n_rank: int = 32
+    n_eval: int = 64
+    n_rank: int = 64
     ablation_k: tuple[float, ...] = (0.1, 0.2)
-    random_draws: int = 3
+    random_draws: int = 5
     hybrid_keep: tuple[float, ...] = (0.1, 0.25)
     hybrid_window: int = 24
     sap: dict[str, Any] = field(
