@@ -172,9 +172,7 @@ class RunResults:
                 f"{where}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
             )
         try:
-            defs = {
-                t: [MetricDefRecord(**d) for d in ds] for t, ds in data["metric_defs"].items()
-            }
+            defs = {t: [MetricDefRecord(**d) for d in ds] for t, ds in data["metric_defs"].items()}
             entries = []
             for raw in data["entries"]:
                 raw = dict(raw)

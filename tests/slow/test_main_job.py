@@ -24,15 +24,29 @@ def tiny_llava_dir(tmp_path_factory):
 def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
     cfg = ProtocolConfig(
         tasks=("pope_mini", "refcocog_mini"),
-        n_eval=4, n_rank=4, ablation_k=(0.125,), random_draws=2, hybrid_keep=(0.25,),
-        hybrid_window=16, bench_lengths=(256,), bench_window=64, bench_geometry="tiny",
-        n_diagnose=2, batch_size=4,
+        n_eval=4,
+        n_rank=4,
+        ablation_k=(0.125,),
+        random_draws=2,
+        hybrid_keep=(0.25,),
+        hybrid_window=16,
+        bench_lengths=(256,),
+        bench_window=64,
+        bench_geometry="tiny",
+        n_diagnose=2,
+        batch_size=4,
     )
     model = ModelSpec(name="llava", pretrained=str(tiny_llava_dir))
     summary = run_protocol(model, cfg, tmp_path / "out")
     out = tmp_path / "out"
-    for rel in ("rank/ranking.json", "accuracy/results.json", "bench_hybrid.json",
-                "diagnose/diagnostics_paper.json", "leaderboards/leaderboard.md", "summary.json"):
+    for rel in (
+        "rank/ranking.json",
+        "accuracy/results.json",
+        "bench_hybrid.json",
+        "diagnose/diagnostics_paper.json",
+        "leaderboards/leaderboard.md",
+        "summary.json",
+    ):
         assert (out / rel).is_file(), rel
     results = json.loads((out / "accuracy" / "results.json").read_text())
     labels = {e["intervention"] for e in results["entries"]}
