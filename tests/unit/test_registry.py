@@ -71,3 +71,14 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_cli_parser_is_light():
+    code = (
+        "import sys\n"
+        "from harness.cli import build_parser\n"
+        "build_parser()\n"
+        "print(','.join(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
