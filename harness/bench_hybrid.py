@@ -63,7 +63,10 @@ def flop_speedup_bound(
     return (lin + full) / (lin + full_fraction * full + (1 - full_fraction) * win)
 
 
-def _build(arch: str, geometry: Geometry, layers: int, dtype: Any, seed: int) -> Any:
+def build_random_decoder(
+    arch: str, geometry: Geometry, layers: int, dtype: Any, seed: int, attn: str = "sdpa"
+) -> Any:
+    """A random-weight Qwen2/Qwen3 text decoder with ``geometry``'s layer shapes (eval mode)."""
     import torch
     import transformers as tf
 
@@ -78,7 +81,7 @@ def _build(arch: str, geometry: Geometry, layers: int, dtype: Any, seed: int) ->
         max_position_embeddings=1 << 18, use_sliding_window=False,
     )  # fmt: skip
     torch.manual_seed(seed)
-    return model_cls._from_config(cfg, attn_implementation="sdpa", dtype=dtype).eval()
+    return model_cls._from_config(cfg, attn_implementation=attn, dtype=dtype).eval()
 
 
 def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) -> Any:
@@ -168,7 +171,11 @@ def run_bench(
                  "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
     layer = scope == "layer"
-    model = _build(spec["arch"], geo, layers, torch_dtype, seed).to(device) if layer else None
+    model = (
+        build_random_decoder(spec["arch"], geo, layers, torch_dtype, seed).to(device)
+        if layer
+        else None
+    )
     rows = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)

@@ -19,22 +19,11 @@ MARK = "HEADSCOPE_BENCH_RAM "
 
 def _build(preset: str, layers: int, dtype: str, seed: int, impl: str) -> Any:
     import torch
-    import transformers as tf
 
-    from harness.bench_hybrid import PRESETS
+    from harness.bench_hybrid import PRESETS, build_random_decoder
 
     arch, geo = PRESETS[preset]["arch"], PRESETS[preset]["geometry"]
-    cfg_cls, model_cls = (
-        (tf.Qwen2Config, tf.Qwen2Model) if arch == "qwen2" else (tf.Qwen3Config, tf.Qwen3Model)
-    )
-    cfg = cfg_cls(
-        vocab_size=1024, hidden_size=geo.hidden_size, intermediate_size=geo.intermediate_size,
-        num_hidden_layers=layers, num_attention_heads=geo.num_heads,
-        num_key_value_heads=geo.num_kv_heads, head_dim=geo.head_dim,
-        max_position_embeddings=1 << 18, use_sliding_window=False,
-    )  # fmt: skip
-    torch.manual_seed(seed)
-    return model_cls._from_config(cfg, attn_implementation=impl, dtype=getattr(torch, dtype))
+    return build_random_decoder(arch, geo, layers, getattr(torch, dtype), seed, attn=impl)
 
 
 def _status_mb(field: str) -> float | None:
