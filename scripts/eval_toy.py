@@ -218,12 +218,15 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds")
     ap.add_argument("--json", default=None)
     ap.add_argument("--generate-sweep", action="store_true", help="greedy decoding in sweeps")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, processor = load(args.model)
-    data = {k: generate_samples(k, args.split, args.n, seed=args.seed) for k in KINDS}
+    data = {
+        k: generate_samples(k, args.split, args.n, seed=args.seed) for k in args.kinds.split(",")
+    }
     base = accuracy(model, processor, data)
     mean = lambda a: sum(a.values()) / len(a)  # noqa: E731
     print(

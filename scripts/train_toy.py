@@ -144,11 +144,11 @@ def lam_at(step, args):
 
 
 @torch.no_grad()
-def quick_eval(model, processor, split, n, seed):
+def quick_eval(model, processor, split, n, seed, kinds=KINDS):
     """Teacher-forced exact match (= greedy exact match) per kind on ``n`` samples."""
     model.eval()
     acc = {}
-    for kind in KINDS:
+    for kind in kinds:
         batch = collate(processor, [generate_sample(kind, split, i, seed) for i in range(n)])
         batch.pop("cells"), batch.pop("sup")
         labels = batch.pop("labels")
@@ -192,6 +192,7 @@ def main(argv=None):
     ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
     ap.add_argument("--sup-layer", type=int, default=1)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds to train")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -237,8 +238,9 @@ def main(argv=None):
         rng = random.Random(f"{args.data_seed}|{step}")
         # Curriculum: single-image kinds (3x cheaper) are over-sampled early on.
         boost = args.image_boost if step < args.boost_steps else 1.0
-        weights = [boost if k in ("pope", "refcocog", "mmmu") else 1.0 for k in KINDS]
-        kind = rng.choices(KINDS, weights)[0]
+        kinds = args.kinds.split(",")
+        weights = [boost if k in ("pope", "refcocog", "mmmu") else 1.0 for k in kinds]
+        kind = rng.choices(kinds, weights)[0]
         first = step * args.batch  # each step owns a disjoint index range of every kind
         samples = [
             generate_sample(kind, "train", first + i, args.data_seed) for i in range(args.batch)
@@ -286,7 +288,9 @@ def main(argv=None):
             )  # fmt: skip
             (work / "ckpt.tmp").replace(ckpt)
         if step % args.eval_every == 0 or step == total or step == args.dense_steps:
-            rec["val"] = quick_eval(model, processor, "validation", 32, args.data_seed)
+            rec["val"] = quick_eval(
+                model, processor, "validation", 64, args.data_seed, args.kinds.split(",")
+            )
             rec["head_norms"] = head_groups(model).detach().round(decimals=3).tolist()
             print(json.dumps(rec), flush=True)
         log.write(json.dumps(rec) + "\n")
