@@ -60,25 +60,23 @@ def test_every_module_registers_something(registry):
             )
 
 
+def _heavy_modules_after(snippet: str, names: tuple[str, ...]) -> list[str]:
+    """Run ``snippet`` in a fresh interpreter; which of ``names`` it left imported."""
+    probe = f"import sys\n{snippet}\nprint(','.join(m for m in {names!r} if m in sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
 def test_import_is_light():
-    code = (
-        "import sys, harness, tasks, interventions, leaderboards\n"
+    snippet = (
+        "import harness, tasks, interventions, leaderboards\n"
         "from harness.registry import TASKS, INTERVENTIONS\n"
-        "TASKS.names(); INTERVENTIONS.names()\n"
-        "names = ('torch', 'transformers', 'datasets', 'av', 'fitz')\n"
-        "heavy = [m for m in names if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
+        "TASKS.names(); INTERVENTIONS.names()"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    heavy = ("torch", "transformers", "datasets", "av", "fitz")
+    assert _heavy_modules_after(snippet, heavy) == []
 
 
 def test_cli_parser_is_light():
-    code = (
-        "import sys\n"
-        "from harness.cli import build_parser\n"
-        "build_parser()\n"
-        "print(','.join(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    snippet = "from harness.cli import build_parser\nbuild_parser()"
+    assert _heavy_modules_after(snippet, ("torch", "transformers", "numpy")) == []
