@@ -170,12 +170,9 @@ def run_bench(
         "dims": {"hidden": geo.hidden_size, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
                  "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
-    layer = scope == "layer"
-    model = (
-        build_random_decoder(spec["arch"], geo, layers, torch_dtype, seed).to(device)
-        if layer
-        else None
-    )
+    model = None
+    if scope == "layer":
+        model = build_random_decoder(spec["arch"], geo, layers, torch_dtype, seed).to(device)
     rows = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)

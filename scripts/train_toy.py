@@ -195,6 +195,9 @@ def main(argv=None):
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds to train")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
+    kinds = args.kinds.split(",")
+    if unknown := sorted(set(kinds) - set(KINDS)):
+        ap.error(f"unknown kinds {unknown}; expected some of {', '.join(KINDS)}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     work = Path(args.work)
@@ -238,7 +241,6 @@ def main(argv=None):
         rng = random.Random(f"{args.data_seed}|{step}")
         # Curriculum: single-image kinds (3x cheaper) are over-sampled early on.
         boost = args.image_boost if step < args.boost_steps else 1.0
-        kinds = args.kinds.split(",")
         weights = [boost if k in ("pope", "refcocog", "mmmu") else 1.0 for k in kinds]
         kind = rng.choices(kinds, weights)[0]
         first = step * args.batch  # each step owns a disjoint index range of every kind
@@ -288,9 +290,7 @@ def main(argv=None):
             )  # fmt: skip
             (work / "ckpt.tmp").replace(ckpt)
         if step % args.eval_every == 0 or step == total or step == args.dense_steps:
-            rec["val"] = quick_eval(
-                model, processor, "validation", 64, args.data_seed, args.kinds.split(",")
-            )
+            rec["val"] = quick_eval(model, processor, "validation", 64, args.data_seed, kinds)
             rec["head_norms"] = head_groups(model).detach().round(decimals=3).tolist()
             print(json.dumps(rec), flush=True)
         log.write(json.dumps(rec) + "\n")
