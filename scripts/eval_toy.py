@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.toy.batches import prompt_of  # noqa: E402
 from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, generate_samples  # noqa: E402
 
 DOCS = ("mmlongbench", "mmdocir")
@@ -40,15 +41,6 @@ def load(model_dir):
 
     model = LlavaForConditionalGeneration.from_pretrained(model_dir, attn_implementation="eager")
     return model.eval(), AutoProcessor.from_pretrained(model_dir)
-
-
-def prompt_of(processor, sample):
-    """Chat-template prompt of ``sample`` (one image entry per image, then the question)."""
-    content = [{"type": "image"} for _ in sample.images] + [
-        {"type": "text", "text": sample.question}
-    ]
-    messages = [{"role": "user", "content": content}]
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 @torch.no_grad()

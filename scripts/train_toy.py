@@ -27,11 +27,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.toy.batches import N_CELL_CLASSES, collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
-from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, generate_sample  # noqa: E402
+from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
-
-N_CELL_CLASSES = 2 + len(ALL_TYPES)  # empty, text decoy, one per colour×shape
 
 
 def build_model(tokenizer, args):
@@ -64,56 +63,6 @@ def build_model(tokenizer, args):
     return model
 
 
-def prompt_of(processor, sample) -> str:
-    """The chat-template prompt for ``sample`` (what the adapter will send)."""
-    content = [{"type": "image"} for _ in sample.images]
-    content.append({"type": "text", "text": sample.question})
-    messages = [{"role": "user", "content": content}]
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
-def cell_labels(sample) -> list[list[int]]:
-    """Per image, the class of each of its 16 vision tokens (row-major)."""
-    out = []
-    for objs in sample.layout:
-        lab = [0] * (GRID * GRID)
-        for o in objs:
-            cls = 1 if o.shape == "text" else 2 + ALL_TYPES.index((o.color, o.shape))
-            lab[o.cell[0] * GRID + o.cell[1]] = cls
-        out.append(lab)
-    return out
-
-
-def collate(processor, samples):
-    """Tokenise prompt + answer + </s> through the processor; labels only on the answer."""
-    tok = processor.tokenizer
-    ids, labels, pixels, cells, sup = [], [], [], [], []
-    for s in samples:
-        text = prompt_of(processor, s) + " " + s.answer + " </s>"
-        enc = processor(images=list(s.images), text=text, return_tensors="pt")
-        seq = enc["input_ids"][0]
-        n_ans = len(tok(s.answer, add_special_tokens=False)["input_ids"]) + 1
-        lab = torch.full_like(seq, -100)
-        lab[-n_ans:] = seq[-n_ans:]
-        ids.append(seq), labels.append(lab), pixels.append(torch.as_tensor(enc["pixel_values"]))
-        cells += cell_labels(s)
-        starts = (seq == processor.image_token_id).nonzero().flatten().tolist()[:: GRID * GRID]
-        cell = IMAGE_SIZE // GRID
-        ev = [starts[i] + (b[1] // cell) * GRID + b[0] // cell for i, b in s.evidence]
-        sup.append((len(seq) - n_ans - 1, ev))  # (final prompt token, evidence tokens)
-    width = max(len(x) for x in ids)
-    pad = tok.pad_token_id
-    input_ids = torch.full((len(ids), width), pad)
-    lab = torch.full((len(ids), width), -100)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for i, (x, y) in enumerate(zip(ids, labels)):  # right padding for training
-        input_ids[i, : len(x)], lab[i, : len(x)], mask[i, : len(x)] = x, y, 1
-    return dict(
-        input_ids=input_ids, attention_mask=mask, labels=lab,
-        pixel_values=torch.cat(pixels).float(), cells=torch.tensor(cells), sup=sup,
-    )  # fmt: skip
-
-
 def head_groups(model):
     """Per layer, a [heads] tensor of the L2 norm of each head's Q, K, V rows and O columns."""
     norms = []
@@ -144,13 +93,20 @@ def lam_at(step, args):
 
 
 @torch.no_grad()
-def quick_eval(model, processor, split, n, seed, kinds=KINDS):
-    """Teacher-forced exact match (= greedy exact match) per kind on ``n`` samples."""
+def quick_eval(model, processor, split, n, seed, kinds=KINDS, oracle=None):
+    """Teacher-forced exact match (= greedy exact match) per kind on ``n`` samples.
+
+    ``oracle``: the training loop's oracle-feature dict; when given, evaluation uses oracle
+    image features too (how far the decoder got), else the real vision path.
+    """
     model.eval()
     acc = {}
     for kind in kinds:
         batch = collate(processor, [generate_sample(kind, split, i, seed) for i in range(n)])
-        batch.pop("cells"), batch.pop("sup")
+        cells = batch.pop("cells")
+        batch.pop("sup")
+        if oracle is not None:
+            oracle["cells"] = cells
         labels = batch.pop("labels")
         logits = model(**batch).logits[:, :-1]
         tgt = labels[:, 1:]
@@ -189,9 +145,21 @@ def main(argv=None):
     # embeddings), which drowns every decoder update on image tokens.
     ap.add_argument("--aux-smoothing", type=float, default=0.0)
     ap.add_argument("--aux-factored", action="store_true", help="colour + shape aux heads")
+    # Pull each object token's projector output towards embed(colour) + embed(shape): image and
+    # text tokens then share one space, so matching a question to an image token is the same
+    # circuit as matching two words.
+    ap.add_argument("--aux-embed", type=float, default=0.0, help="embedding-alignment weight")
+    ap.add_argument("--aux-pos", action="store_true", help="probe also predicts row and column")
+    ap.add_argument("--oracle-steps", type=int, default=0, help="steps fed oracle image features")
     ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
     ap.add_argument("--sup-layer", type=int, default=1)
+    ap.add_argument(
+        "--sup-at",
+        choices=("noun", "final"),
+        default="noun",
+        help="supervise attention from the question's object noun or the last token",
+    )
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds to train")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
@@ -205,7 +173,11 @@ def main(argv=None):
     processor = build_processor(build_tokenizer(build_vocab()))
     model = build_model(processor.tokenizer, args)
     n_col, n_shape = 2 + len(ALL_TYPES) // 3, 2 + 3
-    probe = torch.nn.Linear(args.hidden, n_col + n_shape if args.aux_factored else N_CELL_CLASSES)
+    n_probe = n_col + n_shape if args.aux_factored else N_CELL_CLASSES
+    probe = torch.nn.Linear(args.hidden, n_probe + (2 * GRID if args.aux_pos else 0))
+    words = processor.tokenizer.convert_tokens_to_ids
+    # Per cell class (empty, text, colour×shape), the two word ids it should look like.
+    class_words = torch.tensor([[0, 0], [0, 0]] + [[words(c), words(s)] for c, s in ALL_TYPES])
     if args.init_from:  # warm start: decoder/vision weights only, fresh probe and optimiser
         model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
     params = list(model.parameters()) + list(probe.parameters())
@@ -229,9 +201,20 @@ def main(argv=None):
         att_mod = model.model.language_model.layers[args.sup_layer].self_attn
         att_mod.register_forward_hook(lambda m, i, o: captured.__setitem__(args.sup_layer, o[1]))
     feats = {}
-    model.model.multi_modal_projector.register_forward_hook(
-        lambda m, i, o: feats.__setitem__("proj", o)
-    )
+    oracle = {}
+
+    def grab_projection(module, inputs, output):
+        feats["proj"] = output
+        if "cells" not in oracle:
+            return None
+        # Curriculum: the decoder first learns on "perfect vision" (each object token is the
+        # sum of its two word embeddings, other cells zero) while the tower learns to match it.
+        emb = model.get_input_embeddings().weight
+        cells = oracle["cells"]
+        fake = emb[class_words[cells]].sum(-2) * (cells >= 2).unsqueeze(-1)
+        return fake.to(output.dtype)
+
+    model.model.multi_modal_projector.register_forward_hook(grab_projection)
     total = args.dense_steps + args.prune_steps
     log = open(work / "log.jsonl", "a")
     t0 = time.time()
@@ -249,10 +232,20 @@ def main(argv=None):
         ]
         batch = collate(processor, samples)
         cells, sup = batch.pop("cells"), batch.pop("sup")
+        oracle.clear()
+        if step < args.oracle_steps:
+            oracle["cells"] = cells
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
         out = model(**batch)
         logits, cells = probe(feats["proj"]).flatten(0, 1), cells.flatten()
+        if args.aux_pos:
+            pos = torch.arange(GRID * GRID).repeat(len(cells) // (GRID * GRID))
+            pl = logits[:, n_probe:]
+            pos_loss = F.cross_entropy(pl[:, :GRID], pos // GRID) + F.cross_entropy(
+                pl[:, GRID:], pos % GRID
+            )
+            logits = logits[:, :n_probe]
         if args.aux_factored:  # colour and shape predicted separately (compositional features)
             obj = cells >= 2
             col = torch.where(obj, 2 + (cells - 2) // 3, cells)
@@ -261,12 +254,26 @@ def main(argv=None):
             aux = ce(logits[:, :n_col], col) + ce(logits[:, n_col:], shp)
         else:
             aux = F.cross_entropy(logits, cells, label_smoothing=args.aux_smoothing)
+        if args.aux_pos:
+            aux = aux + pos_loss
+        if args.aux_embed > 0:  # object tokens only: empty cells and decoys have no words
+            obj = cells >= 2
+            emb = model.get_input_embeddings().weight.detach()
+            target = emb[class_words[cells[obj]]].sum(1)
+            got = feats["proj"].flatten(0, 1)[obj]
+            aux = (
+                aux
+                + args.aux_embed * (got - target).pow(2).sum(-1).div(target.pow(2).sum(-1)).mean()
+            )
         if args.attn_sup > 0:  # at least one head of the layer reads the evidence
             att = captured[args.sup_layer]
+            at = [
+                (b, noun if args.sup_at == "noun" else q, ev) for b, (q, ev, noun) in enumerate(sup)
+            ]
             terms = [
                 -torch.log(att[b, :, q][:, ev].sum(-1).max() + 1e-6)
-                for b, (q, ev) in enumerate(sup)
-                if ev
+                for b, q, ev in at
+                if ev and q is not None
             ]
             aux = aux + args.attn_sup * torch.stack(terms).mean() if terms else aux
         lam = lam_at(step, args)
@@ -278,7 +285,9 @@ def main(argv=None):
         opt.step()
         step += 1
         bar.update(1)
-        bar.set_postfix(kind=kind, loss=f"{out.loss.item():.3f}", aux=f"{aux.item():.3f}")
+        bar.set_postfix(
+            kind=kind, loss=f"{out.loss.item():.3f}", aux=f"{aux.item():.3f}", refresh=False
+        )
         rec = {"step": step, "kind": kind, "loss": out.loss.item(), "aux": aux.item()}
         if lam > 0:
             rec["pen"] = pen.item()
@@ -290,7 +299,14 @@ def main(argv=None):
             )  # fmt: skip
             (work / "ckpt.tmp").replace(ckpt)
         if step % args.eval_every == 0 or step == total or step == args.dense_steps:
+            use = oracle if step < args.oracle_steps else None
+            oracle.clear()
             rec["val"] = quick_eval(model, processor, "validation", 64, args.data_seed, kinds)
+            if use is not None:
+                rec["val_oracle"] = quick_eval(
+                    model, processor, "validation", 64, args.data_seed, kinds, oracle
+                )
+                oracle.clear()
             rec["head_norms"] = head_groups(model).detach().round(decimals=3).tolist()
             print(json.dumps(rec), flush=True)
         log.write(json.dumps(rec) + "\n")

@@ -1,0 +1,81 @@
+"""Training batches of the toy model: answer-only labels, evidence and noun positions."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.toy.batches import collate, noun_position
+from harness.toy.scenes import KINDS, generate_sample
+
+
+@pytest.fixture(scope="module")
+def processor():
+    from harness.toy.vocab import build_processor, build_tokenizer, build_vocab
+
+    return build_processor(build_tokenizer(build_vocab()))
+
+
+def _evidence_object(sample):
+    idx, (x1, y1, _, _) = sample.evidence[0]
+    return next(o for o in sample.layout[idx] if o.cell == (y1 // 16, x1 // 16))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_labels_cover_exactly_the_answer(processor, kind):
+    samples = [generate_sample(kind, "train", i) for i in range(4)]
+    batch = collate(processor, samples)
+    for row, sample in enumerate(samples):
+        ids = batch["input_ids"][row][batch["labels"][row] != -100].tolist()
+        assert processor.tokenizer.decode(ids, skip_special_tokens=False).split() == [
+            *processor.tokenizer.decode(
+                processor.tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
+            ).split(),
+            "</s>",
+        ]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_evidence_positions_are_the_object_tokens(processor, kind):
+    samples = [generate_sample(kind, "train", i) for i in range(6)]
+    batch = collate(processor, samples)
+    image_id = processor.image_token_id
+    image_rows = iter(batch["cells"].tolist())
+    for row, (sample, (final, evidence, _)) in enumerate(zip(samples, batch["sup"])):
+        ids = batch["input_ids"][row].tolist()
+        assert len(evidence) == len(sample.evidence)
+        assert all(ids[p] == image_id for p in evidence)
+        assert ids[final + 1 : final + 2] != [image_id]  # the answer follows the prompt
+        starts = [p for p in range(len(ids)) if ids[p] == image_id][::16]
+        cells = [next(image_rows) for _ in sample.images]
+        for (idx, _), pos in zip(sample.evidence, evidence):
+            # The content class at the evidence token is an object (not empty, not text).
+            assert cells[idx][pos - starts[idx]] >= 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_noun_position_is_the_evidence_objects_shape_word(processor, kind):
+    tok = processor.tokenizer
+    named = 0
+    for i in range(20):
+        sample = generate_sample(kind, "train", i)
+        batch = collate(processor, [sample])
+        final, _, noun = batch["sup"][0]
+        ids = batch["input_ids"][0].tolist()
+        if noun is None:
+            # Only questions that do not name the object: a POPE "no", "what is on page k".
+            assert not sample.evidence or (kind == "mmlongbench" and "page" in sample.question)
+            continue
+        named += 1
+        obj = _evidence_object(sample)
+        assert tok.convert_ids_to_tokens(ids[noun]) == obj.shape
+        assert noun < final - 1  # inside the question, before "ASSISTANT :"
+        if f"{obj.color} {obj.shape}" in sample.question:
+            assert tok.convert_ids_to_tokens(ids[noun - 1]) == obj.color
+    assert named > 0
+
+
+def test_noun_position_none_without_evidence(processor):
+    sample = next(
+        s for s in (generate_sample("pope", "train", i) for i in range(20)) if s.answer == "no"
+    )
+    assert noun_position(processor.tokenizer, sample, final=40) is None
