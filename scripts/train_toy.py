@@ -77,6 +77,30 @@ def head_groups(model):
     return torch.stack(norms)
 
 
+def parse_heads(text, n_layers, n_heads):
+    """``"1.0,1.3"`` → [(1, 0), (1, 3)], each checked against the model's shape."""
+    heads = []
+    for item in filter(None, text.split(",")):
+        la, h = (int(x) for x in item.split("."))
+        if not (0 <= la < n_layers and 0 <= h < n_heads):
+            raise SystemExit(f"--readers: no head {item} in {n_layers} layers x {n_heads} heads")
+        heads.append((la, h))
+    return heads
+
+
+def read_mass(attn, input_ids, attention_mask, image_id):
+    """[layers, heads]: batch-mean attention mass from text after the last image to image tokens."""
+    is_img = (input_ids == image_id).float()
+    last_img = (is_img * torch.arange(input_ids.shape[1])).amax(1, keepdim=True)
+    after = (torch.arange(input_ids.shape[1]) > last_img) & attention_mask.bool()
+    out = []
+    for li in sorted(attn):
+        mass = torch.einsum("bhqk,bk->bhq", attn[li], is_img)  # per query, mass on image tokens
+        per = (mass * after[:, None]).sum(-1) / after.sum(-1, keepdim=True).clamp(min=1)
+        out.append(per.mean(0))
+    return torch.stack(out)
+
+
 def lr_at(step, args):
     if step < args.dense_steps:
         warm = min(1.0, (step + 1) / 200)
@@ -154,6 +178,10 @@ def main(argv=None):
     ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
     ap.add_argument("--sup-layer", type=int, default=1)
+    # A retrieval bottleneck: only the --readers heads may move image content into the text
+    # positions after the images; every other head pays --read-penalty × its attention mass there.
+    ap.add_argument("--readers", default="", help="heads allowed to read the image: '1.0,1.1'")
+    ap.add_argument("--read-penalty", type=float, default=0.0)
     ap.add_argument(
         "--sup-at",
         choices=("noun", "final"),
@@ -177,6 +205,7 @@ def main(argv=None):
     probe = torch.nn.Linear(args.hidden, n_probe + (2 * GRID if args.aux_pos else 0))
     words = processor.tokenizer.convert_tokens_to_ids
     # Per cell class (empty, text, colour×shape), the two word ids it should look like.
+    img_id = processor.image_token_id
     class_words = torch.tensor([[0, 0], [0, 0]] + [[words(c), words(s)] for c, s in ALL_TYPES])
     if args.init_from:  # warm start: decoder/vision weights only, fresh probe and optimiser
         model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
@@ -196,10 +225,14 @@ def main(argv=None):
         print(f"exported step {step} to {args.out}")
         return
     captured = {}
-    if args.attn_sup > 0:
+    readers = parse_heads(args.readers, args.layers, args.heads)
+    if args.attn_sup > 0 or args.read_penalty > 0:
         model.set_attn_implementation("eager")
-        att_mod = model.model.language_model.layers[args.sup_layer].self_attn
-        att_mod.register_forward_hook(lambda m, i, o: captured.__setitem__(args.sup_layer, o[1]))
+        for li, layer in enumerate(model.model.language_model.layers):
+            layer.self_attn.register_forward_hook(
+                lambda m, i, o, li=li: captured.__setitem__(li, o[1])
+            )
+    sup_heads = [h for la, h in readers if la == args.sup_layer] or list(range(args.heads))
     feats = {}
     oracle = {}
 
@@ -271,11 +304,17 @@ def main(argv=None):
                 (b, noun if args.sup_at == "noun" else q, ev) for b, (q, ev, noun) in enumerate(sup)
             ]
             terms = [
-                -torch.log(att[b, :, q][:, ev].sum(-1).max() + 1e-6)
+                -torch.log(att[b, sup_heads, q][:, ev].sum(-1).max() + 1e-6)
                 for b, q, ev in at
                 if ev and q is not None
             ]
             aux = aux + args.attn_sup * torch.stack(terms).mean() if terms else aux
+        if args.read_penalty > 0:
+            image_mass = read_mass(captured, batch["input_ids"], batch["attention_mask"], img_id)
+            keep = torch.ones_like(image_mass, dtype=torch.bool)
+            for la, h in readers:
+                keep[la, h] = False
+            aux = aux + args.read_penalty * image_mass[keep].sum()
         lam = lam_at(step, args)
         pen = head_groups(model).sum() if lam > 0 else torch.zeros(())
         loss = out.loss + args.aux * aux + lam * pen
