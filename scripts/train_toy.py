@@ -29,6 +29,12 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.toy.batches import N_CELL_CLASSES, collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
+from harness.toy.head_losses import (  # noqa: E402
+    evidence_attention_loss,
+    head_groups,
+    parse_heads,
+    read_mass,
+)
 from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
 
@@ -61,44 +67,6 @@ def build_model(tokenizer, args):
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.bos_token_id = tokenizer.bos_token_id
     return model
-
-
-def head_groups(model):
-    """Per layer, a [heads] tensor of the L2 norm of each head's Q, K, V rows and O columns."""
-    norms = []
-    for layer in model.model.language_model.layers:
-        att = layer.self_attn
-        h, d = att.config.num_attention_heads, att.head_dim
-        sq = sum(
-            p.weight.view(h, d, -1).pow(2).sum((1, 2)) for p in (att.q_proj, att.k_proj, att.v_proj)
-        )
-        sq = sq + att.o_proj.weight.view(-1, h, d).pow(2).sum((0, 2))
-        norms.append((sq + 1e-12).sqrt())
-    return torch.stack(norms)
-
-
-def parse_heads(text, n_layers, n_heads):
-    """``"1.0,1.3"`` → [(1, 0), (1, 3)], each checked against the model's shape."""
-    heads = []
-    for item in filter(None, text.split(",")):
-        la, h = (int(x) for x in item.split("."))
-        if not (0 <= la < n_layers and 0 <= h < n_heads):
-            raise SystemExit(f"--readers: no head {item} in {n_layers} layers x {n_heads} heads")
-        heads.append((la, h))
-    return heads
-
-
-def read_mass(attn, input_ids, attention_mask, image_id):
-    """[layers, heads]: batch-mean attention mass from text after the last image to image tokens."""
-    is_img = (input_ids == image_id).float()
-    last_img = (is_img * torch.arange(input_ids.shape[1])).amax(1, keepdim=True)
-    after = (torch.arange(input_ids.shape[1]) > last_img) & attention_mask.bool()
-    out = []
-    for li in sorted(attn):
-        mass = torch.einsum("bhqk,bk->bhq", attn[li], is_img)  # per query, mass on image tokens
-        per = (mass * after[:, None]).sum(-1) / after.sum(-1, keepdim=True).clamp(min=1)
-        out.append(per.mean(0))
-    return torch.stack(out)
 
 
 def lr_at(step, args):
@@ -225,7 +193,10 @@ def main(argv=None):
         print(f"exported step {step} to {args.out}")
         return
     captured = {}
-    readers = parse_heads(args.readers, args.layers, args.heads)
+    try:
+        readers = parse_heads(args.readers, args.layers, args.heads)
+    except ValueError as err:
+        ap.error(f"--readers: {err}")
     if args.attn_sup > 0 or args.read_penalty > 0:
         model.set_attn_implementation("eager")
         for li, layer in enumerate(model.model.language_model.layers):
@@ -298,17 +269,10 @@ def main(argv=None):
                 aux
                 + args.aux_embed * (got - target).pow(2).sum(-1).div(target.pow(2).sum(-1)).mean()
             )
-        if args.attn_sup > 0:  # at least one head of the layer reads the evidence
-            att = captured[args.sup_layer]
-            at = [
-                (b, noun if args.sup_at == "noun" else q, ev) for b, (q, ev, noun) in enumerate(sup)
-            ]
-            terms = [
-                -torch.log(att[b, sup_heads, q][:, ev].sum(-1).max() + 1e-6)
-                for b, q, ev in at
-                if ev and q is not None
-            ]
-            aux = aux + args.attn_sup * torch.stack(terms).mean() if terms else aux
+        if args.attn_sup > 0:  # one of the supervised heads reads the evidence
+            where = [(noun if args.sup_at == "noun" else q, ev) for q, ev, noun in sup]
+            term = evidence_attention_loss(captured[args.sup_layer], where, sup_heads)
+            aux = aux + args.attn_sup * term
         if args.read_penalty > 0:
             image_mass = read_mass(captured, batch["input_ids"], batch["attention_mask"], img_id)
             keep = torch.ones_like(image_mass, dtype=torch.bool)
