@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.toy.batches import N_CELL_CLASSES, collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
 from harness.toy.head_losses import (  # noqa: E402
+    add_head_dropout,
     evidence_attention_loss,
     head_groups,
     parse_heads,
@@ -150,6 +151,9 @@ def main(argv=None):
     # positions after the images; every other head pays --read-penalty × its attention mass there.
     ap.add_argument("--readers", default="", help="heads allowed to read the image: '1.0,1.1'")
     ap.add_argument("--read-penalty", type=float, default=0.0)
+    # DropHead on every head but the readers: the rest of the network learns redundancy (as
+    # large models have), retrieval does not.
+    ap.add_argument("--head-drop", type=float, default=0.0, help="per-head dropout, not readers")
     ap.add_argument(
         "--sup-at",
         choices=("noun", "final"),
@@ -204,6 +208,8 @@ def main(argv=None):
                 lambda m, i, o, li=li: captured.__setitem__(li, o[1])
             )
     sup_heads = [h for la, h in readers if la == args.sup_layer] or list(range(args.heads))
+    if args.head_drop > 0:
+        add_head_dropout(model, args.head_drop, spared=readers)
     feats = {}
     oracle = {}
 

@@ -5,6 +5,8 @@
   evidence tokens (retrieval supervision);
 - :func:`read_mass`: how much each head attends from the text after the images to image tokens
   (the retrieval-bottleneck penalty: only designated "reader" heads may read the image);
+- :func:`add_head_dropout`: DropHead (per sample, inverted scaling) in training mode, sparing some
+  heads;
 - :func:`parse_heads`: ``"1.0,1.3"`` → ``[(1, 0), (1, 3)]``.
 
 torch is imported inside the functions so importing this module stays light.
@@ -12,7 +14,13 @@ torch is imported inside the functions so importing this module stays light.
 
 from __future__ import annotations
 
-__all__ = ["head_groups", "evidence_attention_loss", "read_mass", "parse_heads"]
+__all__ = [
+    "head_groups",
+    "evidence_attention_loss",
+    "read_mass",
+    "parse_heads",
+    "add_head_dropout",
+]
 
 
 def head_groups(model):
@@ -95,3 +103,41 @@ def evidence_attention_loss(attn, where, heads):
         if ev and q is not None
     ]
     return torch.stack(terms).mean() if terms else attn.new_zeros(())
+
+
+def add_head_dropout(model, p: float, spared=()):
+    """Drop each decoder head's output with probability ``p`` per sample while training.
+
+    A forward pre-hook on every layer's ``o_proj`` zeroes dropped heads' slices of its input and
+    scales the kept ones by 1/(1-p); in eval mode it does nothing.
+
+    Args:
+        model: A LLaVA-style model (``model.model.language_model.layers``).
+        p: Drop probability in [0, 1).
+        spared: (layer, head) pairs never dropped.
+
+    Returns:
+        The hook handles.
+    """
+    import torch
+
+    if not 0 <= p < 1:
+        raise ValueError(f"head dropout p must be in [0, 1), got {p}")
+    handles = []
+    for li, layer in enumerate(model.model.language_model.layers):
+        att = layer.self_attn
+        n_heads, dim = att.config.num_attention_heads, att.head_dim
+        keep_always = torch.tensor([(li, h) in set(spared) for h in range(n_heads)])
+
+        def pre(module, args, n_heads=n_heads, dim=dim, keep_always=keep_always):
+            if not module.training:
+                return None
+            x = args[0]
+            keep = (torch.rand(x.shape[0], n_heads) >= p) | keep_always
+            scale = torch.where(keep_always, 1.0, keep.float() / (1 - p))
+            scale = torch.where(keep, scale, torch.zeros(()))
+            x = x * scale.repeat_interleave(dim, -1).view(x.shape[0], *[1] * (x.dim() - 2), -1)
+            return (x, *args[1:])
+
+        handles.append(att.o_proj.register_forward_pre_hook(pre))
+    return handles

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.toy.head_losses import evidence_attention_loss, parse_heads, read_mass
+from harness.toy.head_losses import (
+    add_head_dropout,
+    evidence_attention_loss,
+    parse_heads,
+    read_mass,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -62,3 +67,48 @@ def test_evidence_attention_loss_takes_the_best_head_and_skips_unnamed():
     only_first = evidence_attention_loss(att, where, [0])
     assert only_first.item() == pytest.approx(-torch.log(torch.tensor(0.5 + 1e-6)).item())
     assert evidence_attention_loss(att, [(None, [1]), (2, [])], [0]).item() == 0
+
+
+class _Attn(torch.nn.Module):
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.config = type("Cfg", (), {"num_attention_heads": heads})()
+        self.head_dim = dim
+        self.o_proj = torch.nn.Identity()
+
+
+def _fake_model(layers, heads, dim):
+    # Only the attribute path add_head_dropout walks: model.model.language_model.layers[i].
+    layer_list = torch.nn.ModuleList()
+    for _ in range(layers):
+        layer = torch.nn.Module()
+        layer.self_attn = _Attn(heads, dim)
+        layer_list.append(layer)
+    lm = torch.nn.Module()
+    lm.layers = layer_list
+    inner = torch.nn.Module()
+    inner.language_model = lm
+    model = torch.nn.Module()
+    model.model = inner
+    return model
+
+
+def test_head_dropout_spares_readers_scales_kept_heads_and_is_off_in_eval():
+    torch.manual_seed(0)
+    model = _fake_model(2, 4, 3)
+    add_head_dropout(model, 0.5, spared=[(1, 2)])
+    x = torch.ones(200, 5, 12)
+    o_proj = model.model.language_model.layers[1].self_attn.o_proj
+    out = o_proj(x).view(200, 5, 4, 3)
+    per_head = out[:, 0, :, 0]  # one value per (sample, head)
+    assert set(per_head[:, :2].unique().tolist()) == {0.0, 2.0}  # dropped or 1/(1-p)
+    assert (out == out[:, :1]).all()  # one decision per sample and head, across positions
+    assert (per_head[:, 2] == 1).all()  # the spared reader is never dropped nor scaled
+    assert 0.35 < (per_head[:, 0] == 0).float().mean() < 0.65
+    model.eval()
+    assert torch.equal(o_proj(x), x)
+
+
+def test_head_dropout_rejects_bad_p():
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        add_head_dropout(_fake_model(1, 2, 2), 1.0)
