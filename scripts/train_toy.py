@@ -144,7 +144,9 @@ def main(argv=None):
     ap.add_argument("--aux-embed", type=float, default=0.0, help="embedding-alignment weight")
     ap.add_argument("--aux-pos", action="store_true", help="probe also predicts row and column")
     ap.add_argument("--oracle-steps", type=int, default=0, help="steps fed oracle image features")
-    ap.add_argument("--init-from", default=None, help="checkpoint to take model weights from")
+    ap.add_argument(
+        "--init-from", default=None, help="ckpt.pt or exported model dir to take weights from"
+    )
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
     ap.add_argument("--sup-layer", type=int, default=1)
     # A retrieval bottleneck: only the --readers heads may move image content into the text
@@ -180,7 +182,11 @@ def main(argv=None):
     img_id = processor.image_token_id
     class_words = torch.tensor([[0, 0], [0, 0]] + [[words(c), words(s)] for c, s in ALL_TYPES])
     if args.init_from:  # warm start: decoder/vision weights only, fresh probe and optimiser
-        model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
+        if Path(args.init_from).is_dir():  # an exported model (e.g. a run's --work/dense)
+            src = type(model).from_pretrained(args.init_from).state_dict()
+        else:
+            src = torch.load(args.init_from, weights_only=False)["model"]
+        model.load_state_dict(src)
     params = list(model.parameters()) + list(probe.parameters())
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     step = 0
