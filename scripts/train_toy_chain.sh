@@ -3,11 +3,11 @@
 #
 # Each stage warm-starts from the previous one (model weights only; fresh probe and optimiser)
 # and is resumable (rerun this script after an interruption: finished stages are skipped, the
-# running one continues from its ckpt.pt). One thread per run; about 2 h on one CPU core in all.
+# running one continues from its ckpt.pt). One thread per run; about 2.5 h on one CPU core in all.
 # See harness/assets/toy/TRAINING.md for what each stage is for and what it measured.
 #
 #   bash scripts/train_toy_chain.sh [WORK_ROOT]   # default /tmp/toy_chain
-#   cp WORK_ROOT/f/final/model.safetensors harness/assets/toy/   # then re-measure (TRAINING.md)
+#   cp WORK_ROOT/fb/final/model.safetensors harness/assets/toy/   # then re-measure (TRAINING.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${1:-/tmp/toy_chain}
@@ -42,6 +42,9 @@ stage v3 "${COMMON[@]}" --init-from "$ROOT/v2/ckpt.pt" "${RETRIEVAL[@]}" --reade
 # 5. DropHead on the other heads (redundancy everywhere but retrieval).
 stage v5 "${COMMON[@]}" --init-from "$ROOT/v3/ckpt.pt" "${RETRIEVAL[@]}" --readers 1.0,1.1 \
   --read-penalty 10 --head-drop 0.1 --data-seed 4 --dense-steps 1500
-# 6. longer with the same losses (the shipped weights: ROOT/f/final).
+# 6. longer with the same losses.
 stage f "${COMMON[@]}" --init-from "$ROOT/v5/ckpt.pt" "${RETRIEVAL[@]}" --readers 1.0,1.1 \
   --read-penalty 10 --head-drop 0.1 --data-seed 6 --dense-steps 3000
+# 7. longer still (the shipped weights: ROOT/fb/final).
+stage fb "${COMMON[@]}" --init-from "$ROOT/f/ckpt.pt" "${RETRIEVAL[@]}" --readers 1.0,1.1 \
+  --read-penalty 10 --head-drop 0.1 --data-seed 9 --dense-steps 4000
