@@ -2,9 +2,12 @@
 
 Phase 1 ("dense") trains everything with the answer loss plus an auxiliary loss: a linear probe
 on the projector output predicts each image token's content (empty / text / colour×shape) —
-without it the tiny CLIP tower does not learn to see in the time available. Phase 2 ("prune")
-adds a group-lasso penalty per attention head over its Q, K, V rows and O columns together, which
-kills most heads and concentrates retrieval in a few (the CoRe-head phenomenon we measure).
+without it the tiny CLIP tower does not learn to see in the time available. Optional losses on
+heads (``harness.toy.head_losses``): evidence supervision at the question's object noun, a
+reading bottleneck (only ``--readers`` may attend from the text to the image) and DropHead on the
+other heads — together they put the model's retrieval in a few heads (the CoRe-head phenomenon we
+measure). Phase 2 ("prune") adds a group-lasso penalty per head over its Q, K, V rows and O
+columns. The shipped weights come from a chain of runs: ``scripts/train_toy_chain.sh``.
 
 Batches go through the exact inference path: ``processor.apply_chat_template`` then
 ``processor(images=..., text=...)``. Resumable: checkpoints in ``--work`` every ``--ckpt-every``.
@@ -177,9 +180,9 @@ def main(argv=None):
     n_col, n_shape = 2 + len(ALL_TYPES) // 3, 2 + 3
     n_probe = n_col + n_shape if args.aux_factored else N_CELL_CLASSES
     probe = torch.nn.Linear(args.hidden, n_probe + (2 * GRID if args.aux_pos else 0))
+    img_id = processor.image_token_id
     words = processor.tokenizer.convert_tokens_to_ids
     # Per cell class (empty, text, colour×shape), the two word ids it should look like.
-    img_id = processor.image_token_id
     class_words = torch.tensor([[0, 0], [0, 0]] + [[words(c), words(s)] for c, s in ALL_TYPES])
     if args.init_from:  # warm start: decoder/vision weights only, fresh probe and optimiser
         if Path(args.init_from).is_dir():  # an exported model (e.g. a run's --work/dense)
@@ -223,8 +226,9 @@ def main(argv=None):
         feats["proj"] = output
         if "cells" not in oracle:
             return None
-        # Curriculum: the decoder first learns on "perfect vision" (each object token is the
-        # sum of its two word embeddings, other cells zero) while the tower learns to match it.
+        # --oracle-steps: the decoder sees "perfect vision" (each object token is the sum of its
+        # two word embeddings, other cells zero). It did not shorten the decoder's plateau
+        # (TRAINING.md, runs O1-O4); kept to reproduce that finding.
         emb = model.get_input_embeddings().weight
         cells = oracle["cells"]
         fake = emb[class_words[cells]].sum(-2) * (cells >= 2).unsqueeze(-1)
