@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.toy.batches import prompt_of  # noqa: E402
-from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, generate_samples  # noqa: E402
+from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, box_cell, generate_samples  # noqa: E402
 
 DOCS = ("mmlongbench", "mmdocir")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
@@ -130,8 +130,9 @@ def evidence_positions(sample, input_ids, image_token_id):
         s = starts[sample.evidence_page]
         return list(range(s, s + GRID * GRID))
     pos = []
-    for idx, (x1, y1, _, _) in sample.evidence:
-        pos.append(starts[idx] + (y1 // (IMAGE_SIZE // GRID)) * GRID + x1 // (IMAGE_SIZE // GRID))
+    for idx, box in sample.evidence:
+        row, col = box_cell(box)
+        pos.append(starts[idx] + row * GRID + col)
     return pos
 
 

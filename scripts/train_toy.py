@@ -217,6 +217,9 @@ def main(argv=None):
                 lambda m, i, o, li=li: captured.__setitem__(li, o[1])
             )
     sup_heads = [h for la, h in readers if la == args.sup_layer] or list(range(args.heads))
+    penalised = torch.ones(args.layers, args.heads, dtype=torch.bool)  # every head but readers
+    for la, h in readers:
+        penalised[la, h] = False
     if args.head_drop > 0:
         add_head_dropout(model, args.head_drop, spared=readers)
     feats = {}
@@ -291,10 +294,7 @@ def main(argv=None):
             aux = aux + args.attn_sup * term
         if args.read_penalty > 0:
             image_mass = read_mass(captured, batch["input_ids"], batch["attention_mask"], img_id)
-            keep = torch.ones_like(image_mass, dtype=torch.bool)
-            for la, h in readers:
-                keep[la, h] = False
-            aux = aux + args.read_penalty * image_mass[keep].sum()
+            aux = aux + args.read_penalty * image_mass[penalised].sum()
         lam = lam_at(step, args)
         pen = head_groups(model).sum() if lam > 0 else torch.zeros(())
         loss = out.loss + args.aux * aux + lam * pen
@@ -318,10 +318,9 @@ def main(argv=None):
             )  # fmt: skip
             (work / "ckpt.tmp").replace(ckpt)
         if step % args.eval_every == 0 or step == total or step == args.dense_steps:
-            use = oracle if step < args.oracle_steps else None
             oracle.clear()
             rec["val"] = quick_eval(model, processor, "validation", 64, args.data_seed, kinds)
-            if use is not None:
+            if step < args.oracle_steps:
                 rec["val_oracle"] = quick_eval(
                     model, processor, "validation", 64, args.data_seed, kinds, oracle
                 )

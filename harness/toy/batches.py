@@ -9,7 +9,7 @@ torch is imported inside :func:`collate` so importing this module stays light.
 from __future__ import annotations
 
 from harness.toy.builders import ALL_TYPES
-from harness.toy.scenes import GRID, IMAGE_SIZE
+from harness.toy.scenes import GRID, box_cell
 
 __all__ = ["N_CELL_CLASSES", "prompt_of", "cell_labels", "noun_position", "collate"]
 
@@ -51,8 +51,7 @@ def noun_position(tok, sample, final: int) -> int | None:
     if not sample.evidence:
         return None
     idx, box = sample.evidence[0]
-    cell = (box[1] // (IMAGE_SIZE // GRID), box[0] // (IMAGE_SIZE // GRID))
-    obj = next(o for o in sample.layout[idx] if o.cell == cell)
+    obj = next(o for o in sample.layout[idx] if o.cell == box_cell(box))
     q = tok(sample.question, add_special_tokens=False)["input_ids"]
     colour, shape = tok.convert_tokens_to_ids([obj.color, obj.shape])
     hits = [i for i in range(1, len(q)) if q[i] == shape and q[i - 1] == colour]
@@ -89,8 +88,10 @@ def collate(processor, samples):
         ids.append(seq), labels.append(lab), pixels.append(torch.as_tensor(enc["pixel_values"]))
         cells += cell_labels(s)
         starts = (seq == processor.image_token_id).nonzero().flatten().tolist()[:: GRID * GRID]
-        cell = IMAGE_SIZE // GRID
-        ev = [starts[i] + (b[1] // cell) * GRID + b[0] // cell for i, b in s.evidence]
+        ev = []
+        for i, box in s.evidence:
+            row, col = box_cell(box)
+            ev.append(starts[i] + row * GRID + col)
         final = len(seq) - n_ans - 1  # the prompt's last token (":" of "ASSISTANT:")
         sup.append((final, ev, noun_position(tok, s, final)))
     width = max(len(x) for x in ids)

@@ -123,19 +123,20 @@ def add_head_dropout(model, p: float, spared=()):
 
     if not 0 <= p < 1:
         raise ValueError(f"head dropout p must be in [0, 1), got {p}")
+    spared = set(spared)
     handles = []
     for li, layer in enumerate(model.model.language_model.layers):
         att = layer.self_attn
         n_heads, dim = att.config.num_attention_heads, att.head_dim
-        keep_always = torch.tensor([(li, h) in set(spared) for h in range(n_heads)])
+        keep_always = torch.tensor([(li, h) in spared for h in range(n_heads)])
 
         def pre(module, args, n_heads=n_heads, dim=dim, keep_always=keep_always):
             if not module.training:
                 return None
             x = args[0]
-            keep = (torch.rand(x.shape[0], n_heads) >= p) | keep_always
+            keep = torch.rand(x.shape[0], n_heads) >= p
+            # Spared heads pass unscaled; the others are dropped (0) or scaled by 1/(1-p).
             scale = torch.where(keep_always, 1.0, keep.float() / (1 - p))
-            scale = torch.where(keep, scale, torch.zeros(()))
             x = x * scale.repeat_interleave(dim, -1).view(x.shape[0], *[1] * (x.dim() - 2), -1)
             return (x, *args[1:])
 

@@ -43,6 +43,7 @@ __all__ = [
     "generate_sample",
     "normalised_box_text",
     "cell_box",
+    "box_cell",
     "render",
 ]
 
@@ -153,6 +154,11 @@ def cell_box(row: int, col: int) -> Box:
         (col + 1) * CELL - INSET,
         (row + 1) * CELL - INSET,
     )
+
+
+def box_cell(box: Box) -> tuple[int, int]:
+    """Grid cell (row, col) of an object box drawn by :func:`cell_box` (its inverse)."""
+    return box[1] // CELL, box[0] // CELL
 
 
 def normalised_box_text(box: Box, size: int = IMAGE_SIZE) -> str:

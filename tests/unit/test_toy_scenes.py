@@ -8,10 +8,13 @@ from harness.toy.builders import LETTERS, MC_SUFFIX
 from harness.toy.scenes import (
     CANVAS_RGB,
     COLORS,
+    GRID,
     IMAGE_SIZE,
     KINDS,
     SPLITS,
     _content_bucket,
+    box_cell,
+    cell_box,
     generate_samples,
     normalised_box_text,
 )
@@ -164,6 +167,12 @@ def test_answers_consistent_with_scenes(kind):
         assert {s.answer for s in samples} == {"yes", "no"}
     if kind in ("mmmu", "mlvu", "videomme"):
         assert len({s.answer for s in samples}) == 4  # the letter is not constant
+
+
+def test_box_cell_inverts_cell_box():
+    cells = [(r, c) for r in range(GRID) for c in range(GRID)]
+    assert [box_cell(cell_box(r, c)) for r, c in cells] == cells
+    assert box_cell((34, 50, 46, 62)) == (3, 2)  # x1 34 → column 2, y1 50 → row 3
 
 
 def test_answer_format_examples():
