@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.toy.batches import N_CELL_CLASSES, collate  # noqa: E402
+from harness.toy.batches import N_CELL_CLASSES, collate, image_index  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
 from harness.toy.head_losses import (  # noqa: E402
     add_head_dropout,
@@ -146,6 +146,10 @@ def main(argv=None):
     # circuit as matching two words.
     ap.add_argument("--aux-embed", type=float, default=0.0, help="embedding-alignment weight")
     ap.add_argument("--aux-pos", action="store_true", help="probe also predicts row and column")
+    # Frames/pages: a vision token knows its image only through the "image k" marker before it;
+    # this probe on a decoder layer's output makes the layer copy k into every vision token.
+    ap.add_argument("--aux-frame", type=float, default=0.0, help="image-index probe weight")
+    ap.add_argument("--frame-layer", type=int, default=0)
     ap.add_argument("--oracle-steps", type=int, default=0, help="steps fed oracle image features")
     ap.add_argument(
         "--init-from", default=None, help="ckpt.pt or exported model dir to take weights from"
@@ -180,6 +184,7 @@ def main(argv=None):
     n_col, n_shape = 2 + len(ALL_TYPES) // 3, 2 + 3
     n_probe = n_col + n_shape if args.aux_factored else N_CELL_CLASSES
     probe = torch.nn.Linear(args.hidden, n_probe + (2 * GRID if args.aux_pos else 0))
+    frame_probe = torch.nn.Linear(args.hidden, 8)  # up to 8 images per sample
     img_id = processor.image_token_id
     words = processor.tokenizer.convert_tokens_to_ids
     # Per cell class (empty, text, colour×shape), the two word ids it should look like.
@@ -190,13 +195,16 @@ def main(argv=None):
         else:
             src = torch.load(args.init_from, weights_only=False)["model"]
         model.load_state_dict(src)
-    params = list(model.parameters()) + list(probe.parameters())
+    params = [*model.parameters(), *probe.parameters()]
+    params += list(frame_probe.parameters()) if args.aux_frame > 0 else []
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     step = 0
     ckpt = work / "ckpt.pt"
     if ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
         model.load_state_dict(state["model"]), probe.load_state_dict(state["probe"])
+        if "frame_probe" in state:
+            frame_probe.load_state_dict(state["frame_probe"])
         opt.load_state_dict(state["opt"])
         step = state["step"]
         torch.set_rng_state(state["rng"])
@@ -238,6 +246,9 @@ def main(argv=None):
         return fake.to(output.dtype)
 
     model.model.multi_modal_projector.register_forward_hook(grab_projection)
+    model.model.language_model.layers[args.frame_layer].register_forward_hook(
+        lambda m, i, o: feats.__setitem__("frame", o)
+    )
     total = args.dense_steps + args.prune_steps
     log = open(work / "log.jsonl", "a")
     t0 = time.time()
@@ -288,6 +299,11 @@ def main(argv=None):
                 aux
                 + args.aux_embed * (got - target).pow(2).sum(-1).div(target.pow(2).sum(-1)).mean()
             )
+        if args.aux_frame > 0:
+            index = image_index(batch["input_ids"], img_id)
+            seen = index >= 0
+            term = F.cross_entropy(frame_probe(feats["frame"][seen]), index[seen])
+            aux = aux + args.aux_frame * term
         if args.attn_sup > 0:  # one of the supervised heads reads the evidence
             where = [(noun if args.sup_at == "noun" else q, ev) for q, ev, noun in sup]
             term = evidence_attention_loss(captured[args.sup_layer], where, sup_heads)
@@ -313,6 +329,7 @@ def main(argv=None):
         if step % args.ckpt_every == 0 or step == total:
             torch.save(
                 dict(model=model.state_dict(), probe=probe.state_dict(), opt=opt.state_dict(),
+                     frame_probe=frame_probe.state_dict(),
                      step=step, rng=torch.get_rng_state(), args=vars(args)),
                 work / "ckpt.tmp",
             )  # fmt: skip

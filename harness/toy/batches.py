@@ -11,7 +11,14 @@ from __future__ import annotations
 from harness.toy.builders import ALL_TYPES
 from harness.toy.scenes import GRID, box_cell
 
-__all__ = ["N_CELL_CLASSES", "prompt_of", "cell_labels", "noun_position", "collate"]
+__all__ = [
+    "N_CELL_CLASSES",
+    "prompt_of",
+    "cell_labels",
+    "noun_position",
+    "image_index",
+    "collate",
+]
 
 N_CELL_CLASSES = 2 + len(ALL_TYPES)  # empty, text decoy, one per colour×shape
 
@@ -59,6 +66,19 @@ def noun_position(tok, sample, final: int) -> int | None:
     if not hits:
         return None
     return final - 1 - len(q) + hits[-1]  # the question ends just before "ASSISTANT :"
+
+
+def image_index(input_ids, image_id):
+    """[batch, seq] 0-based index of the image each vision token belongs to (-1 elsewhere).
+
+    The target of the ``--aux-frame`` probe: "which frame / page is this token on" must be in a
+    vision token's residual stream before a reader head copies its content to the question.
+    """
+    import torch
+
+    is_img = input_ids == image_id
+    rank = torch.cumsum(is_img.long(), dim=-1) - 1
+    return torch.where(is_img, rank // (GRID * GRID), torch.full_like(rank, -1))
 
 
 def collate(processor, samples):

@@ -79,3 +79,25 @@ def test_noun_position_none_without_evidence(processor):
         s for s in (generate_sample("pope", "train", i) for i in range(20)) if s.answer == "no"
     )
     assert noun_position(processor.tokenizer, sample, final=40) is None
+
+
+@pytest.mark.parametrize("kind", ["pope", "mlvu", "videomme", "mmdocir"])
+def test_image_index_follows_the_image_markers(processor, kind):
+    from harness.toy.batches import image_index
+
+    samples = [generate_sample(kind, "train", i) for i in range(4)]
+    batch = collate(processor, samples)
+    index = image_index(batch["input_ids"], processor.image_token_id)
+    tok = processor.tokenizer
+    for row, sample in enumerate(samples):
+        ids = batch["input_ids"][row].tolist()
+        got = index[row].tolist()
+        assert [p for p, k in enumerate(got) if k >= 0] == [
+            p for p, t in enumerate(ids) if t == processor.image_token_id
+        ]
+        # Each image's 16 tokens carry the number of the "image k" marker just before them.
+        for k in range(len(sample.images)):
+            first = got.index(k)
+            assert got[first : first + 16] == [k] * 16
+            assert tok.convert_ids_to_tokens(ids[first - 2 : first]) == ["image", str(k + 1)]
+        assert max(got) == len(sample.images) - 1
