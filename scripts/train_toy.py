@@ -26,11 +26,10 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.toy.batches import N_CELL_CLASSES, collate, image_index  # noqa: E402
+from harness.toy.batches import collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
 from harness.toy.head_losses import (  # noqa: E402
     add_head_dropout,
@@ -39,7 +38,8 @@ from harness.toy.head_losses import (  # noqa: E402
     parse_heads,
     read_mass,
 )
-from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
+from harness.toy.probe_losses import content_probe_loss, image_index_loss, probe_width  # noqa: E402
+from harness.toy.scenes import KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
 
 
@@ -181,9 +181,7 @@ def main(argv=None):
     work.mkdir(parents=True, exist_ok=True)
     processor = build_processor(build_tokenizer(build_vocab()))
     model = build_model(processor.tokenizer, args)
-    n_col, n_shape = 2 + len(ALL_TYPES) // 3, 2 + 3
-    n_probe = n_col + n_shape if args.aux_factored else N_CELL_CLASSES
-    probe = torch.nn.Linear(args.hidden, n_probe + (2 * GRID if args.aux_pos else 0))
+    probe = torch.nn.Linear(args.hidden, probe_width(args.aux_factored, args.aux_pos))
     frame_probe = torch.nn.Linear(args.hidden, 8)  # up to 8 images per sample
     img_id = processor.image_token_id
     words = processor.tokenizer.convert_tokens_to_ids
@@ -272,24 +270,11 @@ def main(argv=None):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
         out = model(**batch)
-        logits, cells = probe(feats["proj"]).flatten(0, 1), cells.flatten()
-        if args.aux_pos:
-            pos = torch.arange(GRID * GRID).repeat(len(cells) // (GRID * GRID))
-            pl = logits[:, n_probe:]
-            pos_loss = F.cross_entropy(pl[:, :GRID], pos // GRID) + F.cross_entropy(
-                pl[:, GRID:], pos % GRID
-            )
-            logits = logits[:, :n_probe]
-        if args.aux_factored:  # colour and shape predicted separately (compositional features)
-            obj = cells >= 2
-            col = torch.where(obj, 2 + (cells - 2) // 3, cells)
-            shp = torch.where(obj, 2 + (cells - 2) % 3, cells)
-            ce = lambda a, b: F.cross_entropy(a, b, label_smoothing=args.aux_smoothing)  # noqa: E731
-            aux = ce(logits[:, :n_col], col) + ce(logits[:, n_col:], shp)
-        else:
-            aux = F.cross_entropy(logits, cells, label_smoothing=args.aux_smoothing)
-        if args.aux_pos:
-            aux = aux + pos_loss
+        cells = cells.flatten()
+        aux = content_probe_loss(
+            probe(feats["proj"]).flatten(0, 1), cells, factored=args.aux_factored,
+            smoothing=args.aux_smoothing, with_position=args.aux_pos,
+        )  # fmt: skip
         if args.aux_embed > 0:  # object tokens only: empty cells and decoys have no words
             obj = cells >= 2
             emb = model.get_input_embeddings().weight.detach()
@@ -300,9 +285,7 @@ def main(argv=None):
                 + args.aux_embed * (got - target).pow(2).sum(-1).div(target.pow(2).sum(-1)).mean()
             )
         if args.aux_frame > 0:
-            index = image_index(batch["input_ids"], img_id)
-            seen = index >= 0
-            term = F.cross_entropy(frame_probe(feats["frame"][seen]), index[seen])
+            term = image_index_loss(frame_probe, feats["frame"], batch["input_ids"], img_id)
             aux = aux + args.aux_frame * term
         if args.attn_sup > 0:  # one of the supervised heads reads the evidence
             where = [(noun if args.sup_at == "noun" else q, ev) for q, ev, noun in sup]
