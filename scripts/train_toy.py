@@ -38,8 +38,13 @@ from harness.toy.head_losses import (  # noqa: E402
     parse_heads,
     read_mass,
 )
-from harness.toy.probe_losses import content_probe_loss, image_index_loss, probe_width  # noqa: E402
-from harness.toy.scenes import KINDS, generate_sample  # noqa: E402
+from harness.toy.probe_losses import (  # noqa: E402
+    content_probe_loss,
+    evidence_probe_loss,
+    image_index_loss,
+    probe_width,
+)
+from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
 
 
@@ -150,6 +155,7 @@ def main(argv=None):
     # this probe on a decoder layer's output makes the layer copy k into every vision token.
     ap.add_argument("--aux-frame", type=float, default=0.0, help="image-index probe weight")
     ap.add_argument("--frame-layer", type=int, default=0)
+    ap.add_argument("--aux-evidence", type=float, default=0.0, help="noun evidence-probe weight")
     ap.add_argument("--oracle-steps", type=int, default=0, help="steps fed oracle image features")
     ap.add_argument(
         "--init-from", default=None, help="ckpt.pt or exported model dir to take weights from"
@@ -183,6 +189,7 @@ def main(argv=None):
     model = build_model(processor.tokenizer, args)
     probe = torch.nn.Linear(args.hidden, probe_width(args.aux_factored, args.aux_pos))
     frame_probe = torch.nn.Linear(args.hidden, 8)  # up to 8 images per sample
+    evidence_probe = torch.nn.Linear(args.hidden, 2 * GRID + 8)
     img_id = processor.image_token_id
     words = processor.tokenizer.convert_tokens_to_ids
     # Per cell class (empty, text, colour×shape), the two word ids it should look like.
@@ -195,14 +202,15 @@ def main(argv=None):
         model.load_state_dict(src)
     params = [*model.parameters(), *probe.parameters()]
     params += list(frame_probe.parameters()) if args.aux_frame > 0 else []
+    params += list(evidence_probe.parameters()) if args.aux_evidence > 0 else []
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     step = 0
     ckpt = work / "ckpt.pt"
     if ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
         model.load_state_dict(state["model"]), probe.load_state_dict(state["probe"])
-        if "frame_probe" in state:
-            frame_probe.load_state_dict(state["frame_probe"])
+        for name, extra in (("frame_probe", frame_probe), ("evidence_probe", evidence_probe)):
+            extra.load_state_dict(state[name]) if name in state else None
         opt.load_state_dict(state["opt"])
         step = state["step"]
         torch.set_rng_state(state["rng"])
@@ -247,6 +255,9 @@ def main(argv=None):
     model.model.language_model.layers[args.frame_layer].register_forward_hook(
         lambda m, i, o: feats.__setitem__("frame", o)
     )
+    model.model.language_model.layers[args.sup_layer].register_forward_hook(
+        lambda m, i, o: feats.__setitem__("read", o)
+    )
     total = args.dense_steps + args.prune_steps
     log = open(work / "log.jsonl", "a")
     t0 = time.time()
@@ -287,6 +298,10 @@ def main(argv=None):
         if args.aux_frame > 0:
             term = image_index_loss(frame_probe, feats["frame"], batch["input_ids"], img_id)
             aux = aux + args.aux_frame * term
+        if args.aux_evidence > 0:
+            ids = batch["input_ids"]
+            term = evidence_probe_loss(evidence_probe, feats["read"], ids, img_id, sup)
+            aux = aux + args.aux_evidence * term
         if args.attn_sup > 0:  # one of the supervised heads reads the evidence
             where = [(noun if args.sup_at == "noun" else q, ev) for q, ev, noun in sup]
             term = evidence_attention_loss(captured[args.sup_layer], where, sup_heads)
@@ -313,6 +328,7 @@ def main(argv=None):
             torch.save(
                 dict(model=model.state_dict(), probe=probe.state_dict(), opt=opt.state_dict(),
                      frame_probe=frame_probe.state_dict(),
+                     evidence_probe=evidence_probe.state_dict(),
                      step=step, rng=torch.get_rng_state(), args=vars(args)),
                 work / "ckpt.tmp",
             )  # fmt: skip

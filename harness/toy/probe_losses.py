@@ -6,6 +6,9 @@
   not learn to see in the time available; the row/column part keeps box positions readable.
 - :func:`image_index_loss`: a linear probe on a decoder layer's output predicts which image
   (frame / page) each vision token belongs to.
+- :func:`evidence_probe_loss`: a linear probe at the question's object noun, after the reader
+  heads' layer, predicts where the evidence is (row, column, which images): what a box, a span
+  or a count needs the readers to bring.
 
 torch is imported inside the functions so importing this module stays light.
 """
@@ -15,7 +18,14 @@ from __future__ import annotations
 from harness.toy.batches import N_CELL_CLASSES, image_index
 from harness.toy.scenes import COLORS, GRID, SHAPES
 
-__all__ = ["N_COLOUR_CLASSES", "probe_width", "content_probe_loss", "image_index_loss"]
+__all__ = [
+    "N_COLOUR_CLASSES",
+    "probe_width",
+    "content_probe_loss",
+    "image_index_loss",
+    "evidence_targets",
+    "evidence_probe_loss",
+]
 
 # Factored classes: 0 empty, 1 text decoy, then one per colour (resp. shape).
 N_COLOUR_CLASSES = 2 + len(COLORS)
@@ -76,3 +86,67 @@ def image_index_loss(probe, hidden, input_ids, image_id):
     index = image_index(input_ids, image_id)
     seen = index >= 0
     return F.cross_entropy(probe(hidden[seen]), index[seen])
+
+
+def evidence_targets(input_ids, image_id, sup, max_images=8):
+    """Per sample with a question noun and evidence: (row, column, image set) of the evidence.
+
+    Args:
+        input_ids: [batch, seq] the input ids.
+        image_id: The image placeholder token id.
+        sup: ``collate``'s per-sample (final position, evidence positions, noun position).
+        max_images: Length of the image-set vector.
+
+    Returns:
+        ``(batch rows, noun positions, rows, columns, image sets)``; rows and columns are -1
+        (ignored) when the evidence is not in one cell (objects that move between frames).
+    """
+    import torch
+
+    index = image_index(input_ids, image_id)
+    rank = torch.cumsum((input_ids == image_id).long(), dim=-1) - 1
+    picked, nouns, rows, cols, sets = [], [], [], [], []
+    for b, (_, evidence, noun) in enumerate(sup):
+        if noun is None or not evidence:
+            continue
+        cells = {int(rank[b, p]) % (GRID * GRID) for p in evidence}
+        cell = cells.pop() if len(cells) == 1 else None
+        picked.append(b), nouns.append(noun)
+        rows.append(-1 if cell is None else cell // GRID)
+        cols.append(-1 if cell is None else cell % GRID)
+        images = torch.zeros(max_images)
+        images[index[b, evidence]] = 1.0
+        sets.append(images)
+    if not picked:
+        return None
+    as_long = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
+    return as_long(picked), as_long(nouns), as_long(rows), as_long(cols), torch.stack(sets)
+
+
+def evidence_probe_loss(probe, hidden, input_ids, image_id, sup):
+    """What the readers brought to the question's noun: the evidence's row, column, images.
+
+    A linear probe on a decoder layer's output at the noun predicts the evidence object's grid
+    row and column (cross-entropy) and which images hold it (binary cross-entropy per image; a
+    set, so spans and counts are readable). 0 when no sample names its evidence object.
+
+    Args:
+        probe: Maps [n, hidden] to [n, 2 * GRID + max images] logits.
+        hidden: [batch, seq, hidden] the output of the layer the reader heads are in.
+        input_ids: [batch, seq] the input ids.
+        image_id: The image placeholder token id.
+        sup: ``collate``'s per-sample (final position, evidence positions, noun position).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    targets = evidence_targets(input_ids, image_id, sup, probe.out_features - 2 * GRID)
+    if targets is None:
+        return hidden.sum() * 0.0
+    picked, nouns, rows, cols, sets = targets
+    logits = probe(hidden[picked, nouns])
+    loss = F.binary_cross_entropy_with_logits(logits[:, 2 * GRID :], sets)
+    for part, target in ((logits[:, :GRID], rows), (logits[:, GRID : 2 * GRID], cols)):
+        if (target >= 0).any():
+            loss = loss + F.cross_entropy(part, target, ignore_index=-1)
+    return loss + torch.zeros(())

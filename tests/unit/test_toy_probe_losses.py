@@ -100,3 +100,49 @@ def test_image_index_loss_reads_only_vision_tokens():
         probe.weight[0, 0] = probe.weight[1, 1] = 0.0
         probe.weight[1, 0] = probe.weight[0, 1] = 40.0
     assert image_index_loss(probe, hidden, ids, image_id).item() == pytest.approx(40.0, rel=1e-3)
+
+
+def _two_frame_batch(image_id=9):
+    """Row 0: 2 images, evidence at cell (1, 2) of both; row 1: 1 image, no noun; row 2: an
+    object at cell (0, 3) of image 1 and at (2, 0) of image 2 (it moves)."""
+    g = N_TOKENS
+    two = [1, 5, *[image_id] * g, 5, *[image_id] * g, 7, 8, 7]
+    ids = torch.tensor([two, [1, 5, *[image_id] * g, 7, *[0] * (g + 3)], two])
+    first, second = 2, 3 + g  # where each image's tokens start
+    sup = [
+        (len(two) - 1, [first + 1 * GRID + 2, second + 1 * GRID + 2], len(two) - 2),
+        (g + 3, [first + 5], None),
+        (len(two) - 1, [first + 3, second + 2 * GRID], len(two) - 2),
+    ]
+    return ids, sup
+
+
+def test_evidence_targets_are_row_column_and_image_set():
+    from harness.toy.probe_losses import evidence_targets
+
+    ids, sup = _two_frame_batch()
+    picked, nouns, rows, cols, sets = evidence_targets(ids, 9, sup, max_images=4)
+    assert picked.tolist() == [0, 2]  # row 1 names no object
+    assert nouns.tolist() == [sup[0][2], sup[2][2]]
+    assert rows.tolist() == [1, -1] and cols.tolist() == [2, -1]  # row 2's object moves
+    assert sets.tolist() == [[1, 1, 0, 0], [1, 1, 0, 0]]
+    assert evidence_targets(ids[1:2], 9, sup[1:2]) is None
+
+
+def test_evidence_probe_loss_is_zero_only_for_the_right_answer():
+    from harness.toy.probe_losses import evidence_probe_loss
+
+    ids, sup = _two_frame_batch()
+    n_images = 4
+    hidden = torch.zeros(*ids.shape, 2)
+    hidden[0, sup[0][2], 0] = 1.0  # feature 0 at row 0's noun, feature 1 at row 2's
+    hidden[2, sup[2][2], 1] = 1.0
+    probe = torch.nn.Linear(2, 2 * GRID + n_images, bias=False)
+    with torch.no_grad():
+        probe.weight.fill_(-60.0)  # every class and image off...
+        probe.weight[1, 0] = probe.weight[GRID + 2, 0] = 60.0  # ...but row 1, column 2
+        probe.weight[2 * GRID : 2 * GRID + 2] = 60.0  # and images 1 and 2, for both
+    assert evidence_probe_loss(probe, hidden, ids, 9, sup).item() < 1e-6
+    with torch.no_grad():  # claim image 3 too: one of four image bits wrong in both samples
+        probe.weight[2 * GRID + 2] = 60.0
+    assert evidence_probe_loss(probe, hidden, ids, 9, sup).item() == pytest.approx(60.0 / 4)
