@@ -140,6 +140,7 @@ def main(argv=None):
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--ckpt-every", type=int, default=250)
     ap.add_argument("--max-minutes", type=float, default=1e9)
+    ap.add_argument("--stop-at", type=int, default=None, help="stop (resumably) at this step")
     ap.add_argument("--image-boost", type=float, default=1.0, help="early single-image weight")
     ap.add_argument("--boost-steps", type=int, default=0)
     # Without smoothing the probe drives image-feature norms to ~500 (vs ~0.5 for text
@@ -324,7 +325,8 @@ def main(argv=None):
         rec = {"step": step, "kind": kind, "loss": out.loss.item(), "aux": aux.item()}
         if lam > 0:
             rec["pen"] = pen.item()
-        if step % args.ckpt_every == 0 or step == total:
+        out_of_time = (time.time() - t0) / 60 > args.max_minutes
+        if step % args.ckpt_every == 0 or step in (total, args.stop_at) or out_of_time:
             torch.save(
                 dict(model=model.state_dict(), probe=probe.state_dict(), opt=opt.state_dict(),
                      frame_probe=frame_probe.state_dict(),
@@ -333,7 +335,7 @@ def main(argv=None):
                 work / "ckpt.tmp",
             )  # fmt: skip
             (work / "ckpt.tmp").replace(ckpt)
-        if step % args.eval_every == 0 or step == total or step == args.dense_steps:
+        if step % args.eval_every == 0 or step in (total, args.dense_steps, args.stop_at):
             oracle.clear()
             rec["val"] = quick_eval(model, processor, "validation", 64, args.data_seed, kinds)
             if step < args.oracle_steps:
@@ -344,13 +346,17 @@ def main(argv=None):
             rec["head_norms"] = head_groups(model).detach().round(decimals=3).tolist()
             print(json.dumps(rec), flush=True)
         log.write(json.dumps(rec) + "\n")
-        if step == args.dense_steps or step == total:
-            dest = Path(args.out) if step == total else work / "dense"
+        if step in (total, args.dense_steps, args.stop_at):
+            # --stop-at ends a run early for good (its export); a time budget does not.
+            final = step in (total, args.stop_at)
+            dest = Path(args.out) if final else work / "dense"
             model.save_pretrained(dest)
             processor.save_pretrained(dest)
             print(f"saved {dest} at step {step}", flush=True)
-        if (time.time() - t0) / 60 > args.max_minutes:
-            print("time budget reached; resume to continue", flush=True)
+        if step == args.stop_at:
+            break
+        if out_of_time:
+            print(f"time budget reached at step {step}; rerun the command to continue", flush=True)
             break
     bar.close()
 
