@@ -177,10 +177,17 @@ def main(argv=None):
         help="supervise attention from the question's object noun or the last token",
     )
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds to train")
+    ap.add_argument("--kind-weights", default="", help="sampling weights, e.g. 'vidstg=3,pope=0.5'")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
     args = ap.parse_args(argv)
     kinds = args.kinds.split(",")
-    if unknown := sorted(set(kinds) - set(KINDS)):
+    try:
+        kind_weight = {
+            k: float(w) for k, w in (x.split("=") for x in args.kind_weights.split(",") if x)
+        }
+    except ValueError:
+        ap.error(f"--kind-weights {args.kind_weights!r}: expected 'kind=weight,...'")
+    if unknown := sorted((set(kinds) | set(kind_weight)) - set(KINDS)):
         ap.error(f"unknown kinds {unknown}; expected some of {', '.join(KINDS)}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -268,7 +275,10 @@ def main(argv=None):
         rng = random.Random(f"{args.data_seed}|{step}")
         # Curriculum: single-image kinds (3x cheaper) are over-sampled early on.
         boost = args.image_boost if step < args.boost_steps else 1.0
-        weights = [boost if k in ("pope", "refcocog", "mmmu") else 1.0 for k in kinds]
+        weights = [
+            (boost if k in ("pope", "refcocog", "mmmu") else 1.0) * kind_weight.get(k, 1.0)
+            for k in kinds
+        ]
         kind = rng.choices(kinds, weights)[0]
         first = step * args.batch  # each step owns a disjoint index range of every kind
         samples = [
