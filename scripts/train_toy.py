@@ -176,6 +176,7 @@ def main(argv=None):
         default="noun",
         help="supervise attention from the question's object noun or the last token",
     )
+    ap.add_argument("--sup-page", action="store_true", help="no object named: the page number")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds to train")
     ap.add_argument("--kind-weights", default="", help="sampling weights, e.g. 'vidstg=3,pope=0.5'")
     ap.add_argument("--export-only", action="store_true", help="save --work's checkpoint to --out")
@@ -284,7 +285,7 @@ def main(argv=None):
         samples = [
             generate_sample(kind, "train", first + i, args.data_seed) for i in range(args.batch)
         ]
-        batch = collate(processor, samples)
+        batch = collate(processor, samples, page_query=args.sup_page)
         cells, sup = batch.pop("cells"), batch.pop("sup")
         oracle.clear()
         if step < args.oracle_steps:

@@ -16,6 +16,7 @@ __all__ = [
     "prompt_of",
     "cell_labels",
     "noun_position",
+    "page_position",
     "image_index",
     "collate",
 ]
@@ -41,6 +42,18 @@ def cell_labels(sample) -> list[list[int]]:
             lab[o.cell[0] * GRID + o.cell[1]] = cls
         out.append(lab)
     return out
+
+
+def page_position(tok, sample, final: int) -> int | None:
+    """Token position of the page number in "... on page k?" (``None`` if the question has none).
+
+    For questions that ask about a page instead of naming an object, the number is what the
+    question uses to find the evidence (``collate(..., page_query=True)``).
+    """
+    q = tok(sample.question, add_special_tokens=False)["input_ids"]
+    page = tok.convert_tokens_to_ids("page")
+    hits = [i + 1 for i in range(len(q) - 1) if q[i] == page]
+    return final - 1 - len(q) + hits[-1] if hits and sample.evidence else None
 
 
 def noun_position(tok, sample, final: int) -> int | None:
@@ -81,12 +94,14 @@ def image_index(input_ids, image_id):
     return torch.where(is_img, rank // (GRID * GRID), torch.full_like(rank, -1))
 
 
-def collate(processor, samples):
+def collate(processor, samples, page_query=False):
     """Tokenise prompt + answer + </s> through the processor; labels only on the answer.
 
     Args:
         processor: The toy ``LlavaProcessor`` (``harness.toy.vocab.build_processor``).
         samples: :class:`~harness.toy.scenes.MiniSample` list (any mix of kinds).
+        page_query: Where a question names no object, use its page number as the "noun"
+            (:func:`page_position`).
 
     Returns:
         Model inputs (right-padded ``input_ids``, ``attention_mask``, ``labels`` with -100
@@ -113,7 +128,10 @@ def collate(processor, samples):
             row, col = box_cell(box)
             ev.append(starts[i] + row * GRID + col)
         final = len(seq) - n_ans - 1  # the prompt's last token (":" of "ASSISTANT:")
-        sup.append((final, ev, noun_position(tok, s, final)))
+        noun = noun_position(tok, s, final)
+        if noun is None and page_query:
+            noun = page_position(tok, s, final)
+        sup.append((final, ev, noun))
     width = max(len(x) for x in ids)
     pad = tok.pad_token_id
     input_ids = torch.full((len(ids), width), pad)

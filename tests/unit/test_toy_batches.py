@@ -101,3 +101,25 @@ def test_image_index_follows_the_image_markers(processor, kind):
             assert got[first : first + 16] == [k] * 16
             assert tok.convert_ids_to_tokens(ids[first - 2 : first]) == ["image", str(k + 1)]
         assert max(got) == len(sample.images) - 1
+
+
+def test_page_query_supervises_the_page_number_of_object_free_questions(processor):
+    tok = processor.tokenizer
+    samples = [generate_sample("mmlongbench", "train", i) for i in range(12)]
+    plain = collate(processor, samples)["sup"]
+    paged = collate(processor, samples, page_query=True)
+    seen = 0
+    for row, sample in enumerate(samples):
+        ids = paged["input_ids"][row].tolist()
+        noun = paged["sup"][row][2]
+        if plain[row][2] is not None:  # questions naming an object keep their noun
+            assert noun == plain[row][2]
+            continue
+        seen += 1
+        page = sample.evidence[0][0] + 1  # the question asks about the evidence's page
+        assert tok.convert_ids_to_tokens(ids[noun - 1 : noun + 1]) == ["page", str(page)]
+    assert seen > 0
+    pope_no = next(
+        s for s in (generate_sample("pope", "train", i) for i in range(20)) if not s.evidence
+    )
+    assert collate(processor, [pope_no], page_query=True)["sup"][0][2] is None
