@@ -140,7 +140,7 @@ def main(argv=None):
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--ckpt-every", type=int, default=250)
     ap.add_argument("--max-minutes", type=float, default=1e9)
-    ap.add_argument("--stop-at", type=int, default=None, help="stop (resumably) at this step")
+    ap.add_argument("--stop-at", type=int, default=None, help="end here (exports to --out)")
     ap.add_argument("--image-boost", type=float, default=1.0, help="early single-image weight")
     ap.add_argument("--boost-steps", type=int, default=0)
     # Without smoothing the probe drives image-feature norms to ~500 (vs ~0.5 for text
@@ -219,7 +219,8 @@ def main(argv=None):
         state = torch.load(ckpt, weights_only=False)
         model.load_state_dict(state["model"]), probe.load_state_dict(state["probe"])
         for name, extra in (("frame_probe", frame_probe), ("evidence_probe", evidence_probe)):
-            extra.load_state_dict(state[name]) if name in state else None
+            if name in state:  # checkpoints from before these probes existed lack them
+                extra.load_state_dict(state[name])
         opt.load_state_dict(state["opt"])
         step = state["step"]
         torch.set_rng_state(state["rng"])
