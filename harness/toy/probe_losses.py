@@ -103,7 +103,8 @@ def evidence_targets(input_ids, image_id, sup, max_images=8):
     """
     import torch
 
-    index = image_index(input_ids, image_id)
+    # Rank of each vision token among the sample's vision tokens: image = rank // 16 (as in
+    # image_index), cell within the image = rank % 16. Evidence positions are vision tokens.
     rank = torch.cumsum((input_ids == image_id).long(), dim=-1) - 1
     picked, nouns, rows, cols, sets = [], [], [], [], []
     for b, (_, evidence, noun) in enumerate(sup):
@@ -115,7 +116,7 @@ def evidence_targets(input_ids, image_id, sup, max_images=8):
         rows.append(-1 if cell is None else cell // GRID)
         cols.append(-1 if cell is None else cell % GRID)
         images = torch.zeros(max_images)
-        images[index[b, evidence]] = 1.0
+        images[rank[b, evidence] // (GRID * GRID)] = 1.0
         sets.append(images)
     if not picked:
         return None
@@ -137,7 +138,6 @@ def evidence_probe_loss(probe, hidden, input_ids, image_id, sup):
         image_id: The image placeholder token id.
         sup: ``collate``'s per-sample (final position, evidence positions, noun position).
     """
-    import torch
     import torch.nn.functional as F
 
     targets = evidence_targets(input_ids, image_id, sup, probe.out_features - 2 * GRID)
@@ -149,4 +149,4 @@ def evidence_probe_loss(probe, hidden, input_ids, image_id, sup):
     for part, target in ((logits[:, :GRID], rows), (logits[:, GRID : 2 * GRID], cols)):
         if (target >= 0).any():
             loss = loss + F.cross_entropy(part, target, ignore_index=-1)
-    return loss + torch.zeros(())
+    return loss

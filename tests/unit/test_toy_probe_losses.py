@@ -47,7 +47,7 @@ def _one_hot_logits(cells, factored, with_position, big=50.0):
     logits = torch.zeros(len(cells), probe_width(factored, with_position))
     for t, c in enumerate(cells.tolist()):
         if factored:
-            colour, shape = (c, c) if c < 2 else (2 + COLORS_INDEX[c][0], 2 + COLORS_INDEX[c][1])
+            colour, shape = (c, c) if c < 2 else (2 + TYPE_PARTS[c][0], 2 + TYPE_PARTS[c][1])
             logits[t, colour] = big
             logits[t, N_COLOUR_CLASSES + shape] = big
         else:
@@ -60,9 +60,7 @@ def _one_hot_logits(cells, factored, with_position, big=50.0):
 
 
 # Class 2 + i is ALL_TYPES[i]: its colour and shape indices, computed independently.
-COLORS_INDEX = {
-    2 + i: (list(COLORS).index(c), SHAPES.index(s)) for i, (c, s) in enumerate(ALL_TYPES)
-}
+TYPE_PARTS = {2 + i: (list(COLORS).index(c), SHAPES.index(s)) for i, (c, s) in enumerate(ALL_TYPES)}
 
 
 @pytest.mark.parametrize("factored", [False, True])
