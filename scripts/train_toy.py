@@ -79,8 +79,10 @@ def build_model(tokenizer, args):
 
 
 def lr_at(step, args):
+    if step < args.probe_warmup:  # only the fresh probes train (model frozen): a flat rate
+        return args.lr
     if step < args.dense_steps:
-        warm = min(1.0, (step + 1) / 200)
+        warm = min(1.0, (step + 1 - args.probe_warmup) / 200)
         frac = step / args.dense_steps
         return args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
     frac = (step - args.dense_steps) / max(1, args.prune_steps)
@@ -161,6 +163,9 @@ def main(argv=None):
     ap.add_argument(
         "--init-from", default=None, help="ckpt.pt or exported model dir to take weights from"
     )
+    # Fresh probes on a trained model push large gradients into it (every kind fell back for
+    # ~500 steps in runs M1/M4); fitting the probes first on the frozen model avoids that.
+    ap.add_argument("--probe-warmup", type=int, default=0, help="first steps: probes only")
     ap.add_argument("--attn-sup", type=float, default=0.0, help="evidence-attention loss weight")
     ap.add_argument("--sup-layer", type=int, default=1)
     # A retrieval bottleneck: only the --readers heads may move image content into the text
@@ -293,6 +298,7 @@ def main(argv=None):
             oracle["cells"] = cells
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
+        model.requires_grad_(step >= args.probe_warmup)
         out = model(**batch)
         cells = cells.flatten()
         aux = content_probe_loss(
