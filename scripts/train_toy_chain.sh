@@ -2,13 +2,13 @@
 # Reproduce the shipped toy weights: the chain of scripts/train_toy.py runs they came from.
 #
 # Each stage warm-starts from the previous one (model weights only; fresh probes and optimiser;
-# the last two resume the previous checkpoint instead) and is resumable (rerun this script after
+# M5 and M6 resume the previous checkpoint instead) and is resumable (rerun this script after
 # an interruption: finished stages are skipped, the running one continues from its ckpt.pt).
-# One thread per run but the last (two); about 4.5 h on one CPU core in all.
+# One thread per run but M6 (two); about 6 h on one CPU core in all.
 # See harness/assets/toy/TRAINING.md for what each stage is for and what it measured.
 #
 #   bash scripts/train_toy_chain.sh [WORK_ROOT]   # default /tmp/toy_chain
-#   cp WORK_ROOT/m6/final/model.safetensors harness/assets/toy/   # then re-measure (TRAINING.md)
+#   cp WORK_ROOT/s5a/final/model.safetensors harness/assets/toy/   # then re-measure (TRAINING.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${1:-/tmp/toy_chain}
@@ -78,3 +78,11 @@ stage m5 "${COMMON[@]}" "${HEADS[@]}" "${MIXED[@]}" --aux-evidence 1.0 --data-se
 resume_from m5 m6
 stage m6 "${COMMON[@]}" "${HEADS[@]}" "${MIXED[@]}" --aux-evidence 1.0 --data-seed 18 \
   --kind-weights refcocog=2,vidstg=2,mlvu=2.5,mmlongbench=2.5,videomme=1.5 --threads 2
+
+# Session 5: "What object is shown on page k?" supervised at the page number, from M6's export
+# with fresh probes fitted first on the frozen model (run S5A: the shipped weights,
+# ROOT/s5a/final).
+stage s5a "${COMMON[@]}" "${HEADS[@]}" --kinds "$ALL_KINDS" --aux-pos --aux-frame 1.0 \
+  --aux-evidence 1.0 --sup-page --init-from "$ROOT/m6/final" --probe-warmup 300 --lr 1e-3 \
+  --dense-steps 5000 --data-seed 21 \
+  --kind-weights refcocog=2,vidstg=2,mlvu=2.5,mmlongbench=4,videomme=1.5
