@@ -193,6 +193,8 @@ def main(argv=None):
         }
     except ValueError:
         ap.error(f"--kind-weights {args.kind_weights!r}: expected 'kind=weight,...'")
+    if not 0 <= args.probe_warmup < args.dense_steps:
+        ap.error(f"--probe-warmup {args.probe_warmup}: must be in [0, --dense-steps)")
     if unknown := sorted((set(kinds) | set(kind_weight)) - set(KINDS)):
         ap.error(f"unknown kinds {unknown}; expected some of {', '.join(KINDS)}")
     torch.set_num_threads(args.threads)
