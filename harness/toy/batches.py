@@ -44,16 +44,25 @@ def cell_labels(sample) -> list[list[int]]:
     return out
 
 
+def _question_ids(tok, sample) -> list[int]:
+    return tok(sample.question, add_special_tokens=False)["input_ids"]
+
+
+def _in_prompt(final: int, question: list[int], i: int) -> int:
+    # The question ends just before "ASSISTANT :", whose ":" is at ``final``.
+    return final - 1 - len(question) + i
+
+
 def page_position(tok, sample, final: int) -> int | None:
     """Token position of the page number in "... on page k?" (``None`` if the question has none).
 
     For questions that ask about a page instead of naming an object, the number is what the
     question uses to find the evidence (``collate(..., page_query=True)``).
     """
-    q = tok(sample.question, add_special_tokens=False)["input_ids"]
+    q = _question_ids(tok, sample)
     page = tok.convert_tokens_to_ids("page")
     hits = [i + 1 for i in range(len(q) - 1) if q[i] == page]
-    return final - 1 - len(q) + hits[-1] if hits and sample.evidence else None
+    return _in_prompt(final, q, hits[-1]) if hits and sample.evidence else None
 
 
 def noun_position(tok, sample, final: int) -> int | None:
@@ -72,13 +81,13 @@ def noun_position(tok, sample, final: int) -> int | None:
         return None
     idx, box = sample.evidence[0]
     obj = next(o for o in sample.layout[idx] if o.cell == box_cell(box))
-    q = tok(sample.question, add_special_tokens=False)["input_ids"]
+    q = _question_ids(tok, sample)
     colour, shape = tok.convert_tokens_to_ids([obj.color, obj.shape])
     hits = [i for i in range(1, len(q)) if q[i] == shape and q[i - 1] == colour]
     hits = hits or [i for i in range(len(q)) if q[i] == shape]
     if not hits:
         return None
-    return final - 1 - len(q) + hits[-1]  # the question ends just before "ASSISTANT :"
+    return _in_prompt(final, q, hits[-1])
 
 
 def image_index(input_ids, image_id):
