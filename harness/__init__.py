@@ -7,8 +7,8 @@ Importing this package does no heavy work: torch, transformers and media
 decoders load lazily inside the functions that need them.
 """
 
-from harness.heads import Geometry, Head
-from harness.payloads import (
+from harness.api.heads import Geometry, Head
+from harness.api.payloads import (
     Box,
     BoxEvidence,
     Generation,
@@ -17,8 +17,8 @@ from harness.payloads import (
     TubeEvidence,
     Video,
 )
-from harness.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS, intervention, model_family, task
-from harness.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
+from harness.api.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS, intervention, model_family, task
+from harness.api.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
 
 __version__ = "0.1.0"
 

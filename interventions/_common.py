@@ -1,7 +1,7 @@
 """Shared machinery of the interventions: plan installation, layer specs, per-forward taps.
 
 Every attention intervention installs its effects through the single headscope dispatch
-(:mod:`harness.dispatch`): :func:`installed` merges the intervention's plan into the plan that
+(:mod:`harness.attention.dispatch`): :func:`installed` merges the intervention's plan into the plan that
 is already active (so nested ``attach`` contexts compose) and raises
 :class:`InterventionConflictError` when two interventions write the same head.
 
@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.dispatch_plan import PlanConflictError
-from harness.intervention_api import InterventionError
+from harness.attention.plan import PlanConflictError
+from harness.api.intervention import InterventionError
 
 if TYPE_CHECKING:
-    from harness.dispatch_plan import Plan
+    from harness.attention.plan import Plan
 
 __all__ = [
     "InterventionConflictError",
@@ -60,7 +60,7 @@ def installed(model: Any, plan: Plan, who: str) -> Iterator[Plan]:
         InterventionConflictError: ``plan`` writes a head that an outer intervention
             already writes differently.
     """
-    from harness.dispatch import current_plan, merge_plans, plan_scope
+    from harness.attention.dispatch import current_plan, merge_plans, plan_scope
 
     base = current_plan(model)
     try:

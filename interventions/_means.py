@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.intervention_api import InterventionError
+from harness.api.intervention import InterventionError
 
 if TYPE_CHECKING:
     import torch
 
-    from harness.heads import Geometry
+    from harness.api.heads import Geometry
 
 __all__ = ["compute_head_means", "save_head_means", "load_head_means"]
 
@@ -38,7 +38,7 @@ def compute_head_means(model: Any, batches: Iterable[dict[str, Any]]) -> torch.T
     """
     import torch
 
-    from harness.dispatch import decoder_layers, geometry_of
+    from harness.attention.dispatch import decoder_layers, geometry_of
 
     g = geometry_of(model)
     sums = torch.zeros(g.num_layers, g.num_heads, g.head_dim, dtype=torch.float64)

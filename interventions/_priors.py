@@ -17,14 +17,14 @@ Families:
   ``llava`` only — its patch grid is the decoder's token grid, so pooling is the identity.
 
 Other families (LLaVA-NeXT / OneVision anyres layouts, InternVL pixel shuffle) raise
-:class:`~harness.intervention_api.InterventionError` for the pixel-based priors.
+:class:`~harness.api.intervention.InterventionError` for the pixel-based priors.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.intervention_api import InterventionError
+from harness.api.intervention import InterventionError
 
 if TYPE_CHECKING:
     import torch

@@ -2,7 +2,7 @@
 
 Units are query heads (``granularity="head"``) or KV groups (``"kv_group"``: all query
 heads that share one KV head). ``k`` counts units: a whole count, or a fraction of all units
-(L·H heads, or L·H_kv groups) rounded up — the rule of :meth:`harness.heads.Geometry.count`.
+(L·H heads, or L·H_kv groups) rounded up — the rule of :meth:`harness.api.heads.Geometry.count`.
 A KV group's score is the mean of its query heads' scores. Random draws use
 ``numpy.random.default_rng([seed, draw])``: the same seed and draw give the same heads.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.heads import Geometry, Head
-from harness.intervention_api import InterventionError
+from harness.api.heads import Geometry, Head
+from harness.api.intervention import InterventionError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,7 +39,7 @@ def load_scores(path: str, task: str | None, geometry: Geometry, who: str) -> np
     Raises:
         InterventionError: the file is unreadable, lacks the task, or its geometry differs.
     """
-    from harness.ranking import RankingFormatError, load_ranking
+    from harness.schema.ranking import RankingFormatError, load_ranking
 
     try:
         ranking = load_ranking(path)

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.intervention_api import Intervention, InterventionError
-from harness.registry import intervention
+from harness.api.intervention import Intervention, InterventionError
+from harness.api.registry import intervention
 from interventions._common import check_choice, installed
 from interventions._selection import expand_units, load_scores, parse_head_list, select_units
 
@@ -130,7 +130,7 @@ class Ablate(Intervention):
             ``units`` are heads (``L3H1``) or KV groups (``L3G0``), ``heads`` the ablated
             query heads.
         """
-        from harness.dispatch import Ablation, Plan
+        from harness.attention.dispatch import Ablation, Plan
 
         geometry = adapter.geometry
         units, heads = self.resolve(geometry)

@@ -5,7 +5,7 @@ The top ``keep`` units of a ranking file (query heads, or whole KV groups with
 sliding window of ``window`` keys (plus ``sinks`` attention-sink tokens) during prefill, and
 in decode too with ``window_in_decode``. The window runs on the dispatch's window kernel:
 the chunked fast path by default, the eager reference with
-``harness.dispatch.set_window_kernel("reference")`` (equivalence-tested).
+``harness.attention.dispatch.set_window_kernel("reference")`` (equivalence-tested).
 
 KV-group granularity matters for real memory/time savings: a KV head can only use a smaller
 cache when all query heads that read it are windowed.
@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.intervention_api import Intervention, InterventionError
-from harness.registry import intervention
+from harness.api.intervention import Intervention, InterventionError
+from harness.api.registry import intervention
 from interventions._common import check_choice, installed
 from interventions._selection import expand_units, load_scores, select_units
 
@@ -90,7 +90,7 @@ class Hybrid(Intervention):
             ``{"name", "keep", "window", "sinks", "window_in_decode", "granularity",
             "ranking", "ranking_task", "full_units", "full_heads", "n_full", "n_windowed"}``.
         """
-        from harness.dispatch import Plan, Window
+        from harness.attention.dispatch import Plan, Window
 
         geometry = adapter.geometry
         units, windowed = self.resolve(geometry)

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.intervention_api import Intervention, InterventionError
-from harness.registry import intervention
+from harness.api.intervention import Intervention, InterventionError
+from harness.api.registry import intervention
 from interventions._common import ForwardTap, parse_layers
 
 __all__ = ["NoiseDelta"]
@@ -54,7 +54,7 @@ class NoiseDelta(Intervention):
         Yields:
             ``{"name", "layers", "seed", "stats"}`` (``stats`` names how mean/std are matched).
         """
-        from harness.dispatch import decoder_layers
+        from harness.attention.dispatch import decoder_layers
 
         model = adapter.model
         blocks = decoder_layers(model)

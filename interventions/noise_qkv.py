@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.intervention_api import Intervention, InterventionError
-from harness.registry import intervention
+from harness.api.intervention import Intervention, InterventionError
+from harness.api.registry import intervention
 from interventions._common import parse_layers
 
 __all__ = ["NoiseQKV"]
@@ -56,7 +56,7 @@ class NoiseQKV(Intervention):
         """
         import torch
 
-        from harness.dispatch import decoder_layers
+        from harness.attention.dispatch import decoder_layers
 
         blocks = decoder_layers(adapter.model)
         layers = parse_layers(self.layers, len(blocks), "noise_qkv")

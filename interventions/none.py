@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.intervention_api import Intervention
-from harness.registry import intervention
+from harness.api.intervention import Intervention
+from harness.api.registry import intervention
 
 
 @intervention("none")

@@ -1,6 +1,6 @@
 """SAP (paper B): learned attention over visual tokens replaced by a predefined prior.
 
-In the selected decoder layers every head gets a :class:`~harness.dispatch_plan.VisualPrior`
+In the selected decoder layers every head gets a :class:`~harness.attention.plan.VisualPrior`
 through the headscope dispatch. ``semantics`` chooses the variant (recorded in the results):
 
 - ``code`` (paper B's code): only the last query row; only heads whose mean pre-softmax logit
@@ -33,8 +33,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.intervention_api import Intervention, InterventionError
-from harness.registry import intervention
+from harness.api.intervention import Intervention, InterventionError
+from harness.api.registry import intervention
 from interventions._common import ForwardTap, check_choice, installed, parse_layers
 
 __all__ = ["SAP"]
@@ -81,7 +81,7 @@ class SAP(Intervention):
 
     def make_prior(self, keys: Any, prior: Any, valid: Any) -> Any:
         """A :class:`VisualPrior` with this spec's semantics, λ and band."""
-        from harness.dispatch import VisualPrior
+        from harness.attention.dispatch import VisualPrior
 
         return VisualPrior(
             keys, prior, self.semantics, float(self.lam), (float(self.lo), float(self.hi)), valid
@@ -97,8 +97,8 @@ class SAP(Intervention):
         """
         import torch
 
-        from harness.dispatch import Plan, decoder_layers, plan_scope
-        from harness.heads import Head
+        from harness.attention.dispatch import Plan, decoder_layers, plan_scope
+        from harness.api.heads import Head
         from interventions import _priors
 
         model = adapter.model
@@ -219,7 +219,7 @@ def _capture_vit(pending: dict[str, Any]) -> Any:
 
 
 def _current(model: Any) -> Any:
-    from harness.dispatch import Plan, current_plan
+    from harness.attention.dispatch import Plan, current_plan
 
     plan = current_plan(model)
     return plan if plan is not None else Plan()
@@ -227,7 +227,7 @@ def _current(model: Any) -> Any:
 
 def _substitute(plan: Any, placeholder: Any, prior: Any) -> Any:
     """``plan`` with ``placeholder`` priors replaced by ``prior`` (or dropped when None)."""
-    from harness.dispatch import Plan
+    from harness.attention.dispatch import Plan
 
     layers = {}
     for idx, lp in plan.layers.items():

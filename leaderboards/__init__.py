@@ -1,7 +1,7 @@
 """Leaderboards: tables and figures built only from headscope's typed result files.
 
-Nothing here loads a model: the inputs are ``results.json`` (:mod:`harness.results`),
-ranking files (:mod:`harness.ranking`), ``bench hybrid`` / ``bench ram`` JSON and diagnose
+Nothing here loads a model: the inputs are ``results.json`` (:mod:`harness.schema.results`),
+ranking files (:mod:`harness.schema.ranking`), ``bench hybrid`` / ``bench ram`` JSON and diagnose
 files (:mod:`leaderboards.diagnostics`). Importing this package imports the standard library
 only; numpy/scipy (Spearman CIs), tabulate (terminal) and matplotlib (figures) load when used.
 
@@ -21,7 +21,7 @@ from leaderboards.diagnostics import (
     parse_diagnostics,
 )
 from leaderboards.formatting import DECIMALS, FORMATS, Column, Table, format_value, render
-from leaderboards.merge import MergeError, Sources, load_sources
+from leaderboards.sources import MergeError, Sources, load_sources
 from leaderboards.spearman import spearman_table, universal_table
 from leaderboards.speedup import memory_table, speedup_table
 

@@ -2,7 +2,7 @@
 
 Each row is one displayed line (:mod:`leaderboards.cells`: an entry, or the mean of the
 random draws of one intervention) and one metric: the task's primary metric (its first
-declared :class:`~harness.results.MetricDefRecord`) or, with ``all_metrics``, every declared
+declared :class:`~harness.schema.results.MetricDefRecord`) or, with ``all_metrics``, every declared
 metric. Δ is ``value − baseline`` where the baseline is the ``none`` intervention of the
 *same* model, the *same* run settings (attention implementation, dtype, ...) and the *same*
 task settings (split, frames, variant, ...), possibly from another run directory. Without
@@ -34,7 +34,7 @@ from leaderboards.cells import (
 )
 from leaderboards.formatting import Column, Table, decimal_diff
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
-from leaderboards.merge import Run, config_key, settings_note, settings_row, split_settings
+from leaderboards.sources import Run, config_key, settings_note, settings_row, split_settings
 
 __all__ = [
     "Cell",

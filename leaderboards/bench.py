@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboards.labels import model_display
-from leaderboards.merge import MergeError, combine, flatten, model_label, model_settings
+from leaderboards.sources import MergeError, combine, flatten, model_label, model_settings
 
 __all__ = [
     "BenchFile",
@@ -106,7 +106,7 @@ def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
     """Validate a ``bench hybrid`` (``kind="hybrid"``) or ``bench ram`` JSON document.
 
     Raises:
-        leaderboards.merge.MergeError: A row lacks a required field.
+        leaderboards.sources.MergeError: A row lacks a required field.
     """
     path = Path(path)
     known = HYBRID_COLUMNS if kind == "hybrid" else RAM_COLUMNS

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboards.labels import intervention_label, path_args, short_paths
-from leaderboards.merge import (
+from leaderboards.sources import (
     MergeError,
     Run,
     check_unique,
@@ -58,7 +58,7 @@ class Cell:
     """One (task, intervention) entry of one run, with the settings it was measured under."""
 
     run: Run
-    entry: Any  # harness.results.ResultEntry
+    entry: Any  # harness.schema.results.ResultEntry
     task_config: dict[str, Any]
 
     @property
@@ -168,7 +168,7 @@ def primary_metric(cell: Cell) -> str | None:
 
 
 def metric_value(entry: Any, name: str) -> Any:
-    """The entry's :class:`~harness.results.MetricRecord` ``name``, or None."""
+    """The entry's :class:`~harness.schema.results.MetricRecord` ``name``, or None."""
     try:
         return entry.metric(name)
     except KeyError:

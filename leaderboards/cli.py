@@ -1,6 +1,6 @@
 """``headscope leaderboard RESULTS_DIR... [--format md,csv,json,latex] [--output DIR]``.
 
-Loads every headscope output under the given paths (see :mod:`leaderboards.merge`), builds
+Loads every headscope output under the given paths (see :mod:`leaderboards.sources`), builds
 the tables the inputs allow, prints their terminal form, and with ``--output`` writes each
 table as ``DIR/<table>.<ext>`` per format (plus ``DIR/leaderboard.md`` joining the headline
 tables when Markdown is written) and the figures as ``DIR/figures/*.png`` when matplotlib is
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from leaderboards.formatting import FORMATS, Table, render, to_markdown
-from leaderboards.merge import Sources, load_sources
+from leaderboards.sources import Sources, load_sources
 
 __all__ = ["add_arguments", "run", "build_tables", "write_tables", "parse_formats"]
 
@@ -77,7 +77,7 @@ def build_tables(
     """Every table the loaded inputs allow, in a fixed order.
 
     Args:
-        sources: From :func:`leaderboards.merge.load_sources`.
+        sources: From :func:`leaderboards.sources.load_sources`.
         all_metrics: Accuracy rows for every declared metric, not only the primary one.
         universal_k: Top-k of the universal-heads table.
         n_boot: Bootstrap replicates of the Spearman CIs.

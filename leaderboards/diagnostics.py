@@ -37,7 +37,7 @@ from typing import Any
 
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_display, model_names
-from leaderboards.merge import (
+from leaderboards.sources import (
     MergeError,
     check_unique,
     combine,
@@ -125,7 +125,7 @@ def parse_diagnostics(doc: Any, path: str | Path = "diagnostics") -> Diagnostics
     """Validate a diagnose document (layout in the module docstring).
 
     Raises:
-        leaderboards.merge.MergeError: Wrong schema/version or a malformed field.
+        leaderboards.sources.MergeError: Wrong schema/version or a malformed field.
     """
     path = Path(path)
     if not isinstance(doc, dict) or doc.get("schema") != DIAGNOSTICS_SCHEMA:

@@ -114,7 +114,7 @@ def path_args(spec: dict[str, Any] | None) -> list[str]:
 
 
 def _value(value: Any) -> str:
-    # The same text as harness.specs.InterventionSpec.label gives an argument value.
+    # The same text as harness.api.specs.InterventionSpec.label gives an argument value.
     return json.dumps(value, sort_keys=True, separators=(",", ":")).strip('"')
 
 

@@ -1,10 +1,10 @@
 """Cross-task agreement of CoRe-head rankings: Spearman ρ with CIs and universal heads.
 
-Input: ranking files written by :mod:`harness.ranking` (``"format": "headscope.ranking"``),
+Input: ranking files written by :mod:`harness.schema.ranking` (``"format": "headscope.ranking"``),
 one per model and settings, each holding per-task ``[N, L, H]`` per-sample RAM. ρ is computed
 between two tasks' mean L×H matrices with :func:`harness.metrics.ram.spearman_bootstrap`
 (the CI resamples each task's samples; the seed is the ranking's bootstrap seed). Universal
-heads (:meth:`harness.ranking.Ranking.universal_heads`) are those in the top-``k`` of every
+heads (:meth:`harness.schema.ranking.Ranking.universal_heads`) are those in the top-``k`` of every
 task of a ranking.
 """
 
@@ -16,7 +16,7 @@ from itertools import combinations
 
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
-from leaderboards.merge import (
+from leaderboards.sources import (
     RankingFile,
     check_unique,
     config_key,
@@ -36,7 +36,7 @@ def unique_rankings(files: Sequence[RankingFile]) -> list[RankingFile]:
     """Rankings with duplicates (same model and settings) dropped or refused.
 
     Raises:
-        leaderboards.merge.MergeError: Two rankings of one model and settings that differ.
+        leaderboards.sources.MergeError: Two rankings of one model and settings that differ.
     """
     return sorted(
         check_unique(

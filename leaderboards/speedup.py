@@ -17,7 +17,7 @@ from leaderboards.bench import HYBRID_COLUMNS, RAM_COLUMNS, BenchFile, parse_ben
 from leaderboards.cells import Cell, collect_cells, is_baseline, primary_metric
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, unique_names
-from leaderboards.merge import (
+from leaderboards.sources import (
     Run,
     check_unique,
     config_key,

@@ -3,7 +3,7 @@
 Phase 1 ("dense") trains everything with the answer loss plus an auxiliary loss: a linear probe
 on the projector output predicts each image token's content (empty / text / colour×shape) —
 without it the tiny CLIP tower does not learn to see in the time available. Optional losses on
-heads (``harness.toy.head_losses``): evidence supervision at the question's object noun, a
+heads (``harness.toy.training.head_losses``): evidence supervision at the question's object noun, a
 reading bottleneck (only ``--readers`` may attend from the text to the image) and DropHead on the
 other heads — together they put the model's retrieval in a few heads (the CoRe-head phenomenon we
 measure). Phase 2 ("prune") adds a group-lasso penalty per head over its Q, K, V rows and O
@@ -29,16 +29,16 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.toy.batches import collate  # noqa: E402
+from harness.toy.training.batches import collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
-from harness.toy.head_losses import (  # noqa: E402
+from harness.toy.training.head_losses import (  # noqa: E402
     add_head_dropout,
     evidence_attention_loss,
     head_groups,
     parse_heads,
     read_mass,
 )
-from harness.toy.probe_losses import (  # noqa: E402
+from harness.toy.training.probe_losses import (  # noqa: E402
     content_probe_loss,
     evidence_probe_loss,
     image_index_loss,

@@ -8,7 +8,7 @@ Stable API (video tasks import it too):
 - :class:`RowSource` — task mixin keeping ``dataset_id`` / ``data_files`` / ``data_dir`` /
   ``revision`` and loading a split from them; :func:`image_rows` — the lazy ``image`` column.
 - :func:`row_id`, :func:`require`, :func:`parse_list` — per-row checks that raise
-  :class:`~harness.task_api.SampleError` naming the row.
+  :class:`~harness.api.task.SampleError` naming the row.
 - :func:`lazy_media`, :class:`RowImage`, :func:`to_pil`, :func:`open_image`,
   :func:`image_size`, :func:`resolve_path` — images read on demand; unreadable media →
   ``SampleError`` naming the file.
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from harness.task_api import SampleError, TaskLoadError
+from harness.api.task import SampleError, TaskLoadError
 from tasks._answers import (
     Choice,
     anls,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.task_api import SampleError
+from harness.api.task import SampleError
 
 __all__ = ["RowImage", "lazy_media", "to_pil", "open_image", "image_size", "resolve_path"]
 

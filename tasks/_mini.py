@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from harness.task_api import TaskLoadError
+from harness.api.task import TaskLoadError
 
 __all__ = ["MINI_SPLITS", "MiniMixin", "SeededMini", "video_choice_sample"]
 

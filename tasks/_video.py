@@ -4,7 +4,7 @@
   the file (uniform sampling over the whole video) or from memory (mini variants), letter
   parsing, accuracy, grouped accuracy, and the shown frame indices in the per-sample log.
 
-PyAV is only imported when a video file is decoded (:mod:`harness.media_video`).
+PyAV is only imported when a video file is decoded (:mod:`harness.media.video`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.media_video import VideoFinder, sample_frames
-from harness.payloads import Generation, Request, Video
-from harness.task_api import MetricValue, ScoringContext, Task, mean_stderr
+from harness.media.video import VideoFinder, sample_frames
+from harness.api.payloads import Generation, Request, Video
+from harness.api.task import MetricValue, ScoringContext, Task, mean_stderr
 from tasks._common import RowSource, parse_choice
 
 __all__ = ["LETTERS", "VideoChoiceTask", "accuracy", "group_accuracy"]

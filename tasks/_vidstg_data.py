@@ -3,7 +3,7 @@
 Conventions normalised once here: ``used_segment`` and ``temporal_gt`` are
 ``[begin_fid, end_fid)`` with exclusive ends, in absolute frame ids of the video; the tube is
 ``{frame id: Box}`` for every frame of ``temporal_gt``; VidOR boxes ``{xmin, ymin, xmax, ymax}``
-(absolute pixels) become xyxy :class:`~harness.payloads.Box` es. One sample per sentence.
+(absolute pixels) become xyxy :class:`~harness.api.payloads.Box` es. One sample per sentence.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.media_video import frame_positions_in_span
-from harness.payloads import Box, EvidenceError
-from harness.task_api import SampleError
+from harness.media.video import frame_positions_in_span
+from harness.api.payloads import Box, EvidenceError
+from harness.api.task import SampleError
 from tasks._common import require
 
 __all__ = [

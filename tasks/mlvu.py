@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.registry import task
-from harness.task_api import MetricDef, MetricValue, SampleError
+from harness.api.registry import task
+from harness.api.task import MetricDef, MetricValue, SampleError
 from tasks._common import DataFiles, normalize_text, parse_list, require, row_id
 from tasks._video import LETTERS, VideoChoiceTask, accuracy, group_accuracy
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.registry import task
+from harness.api.registry import task
 from tasks._mini import MiniMixin, video_choice_sample
 from tasks.mlvu import MLVU, MLVUSample
 

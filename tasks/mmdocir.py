@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from harness.payloads import Box, Generation, PageEvidence, Request
-from harness.registry import task
-from harness.task_api import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
+from harness.api.payloads import Box, Generation, PageEvidence, Request
+from harness.api.registry import task
+from harness.api.task import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
 from tasks._common import (
     RowImage,
     image_size,

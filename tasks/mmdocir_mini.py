@@ -8,8 +8,8 @@ number ("2"). Evidence: the evidence page with the object's box (object-level Ω
 
 from __future__ import annotations
 
-from harness.payloads import Box, PageEvidence, Request
-from harness.registry import task
+from harness.api.payloads import Box, PageEvidence, Request
+from harness.api.registry import task
 from tasks._mini import SeededMini
 from tasks.mmdocir import DocIRSample, MMDocIR
 

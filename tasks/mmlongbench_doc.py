@@ -14,7 +14,7 @@
   ``"{pdf}#{row}"`` because a PDF carries many questions.
 - Pages shown (recorded in settings): ``pages="all"`` — every page (first ``max_pages`` if
   set); ``pages="gold"`` — the evidence pages only (an oracle; questions without evidence
-  pages then show all pages). Rendered by :func:`harness.media_pdf.render_pages` at ``dpi``.
+  pages then show all pages). Rendered by :func:`harness.media.pdf.render_pages` at ``dpi``.
 - Prompt: the question and a request for a short answer or "Not answerable". The paper
   extracts the answer with GPT-4o first; here the reply is matched directly by the rules.
 - Matching (:func:`tasks._doc_answers.match_answer`, per ``answer_format``): Int equality;
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from harness.payloads import Generation, PageEvidence, Request
-from harness.registry import task
-from harness.task_api import (
+from harness.api.payloads import Generation, PageEvidence, Request
+from harness.api.registry import task
+from harness.api.task import (
     MetricDef,
     MetricValue,
     SampleError,
@@ -183,7 +183,7 @@ class MMLongBenchDoc(RowSource, Task):
             shown = self.shown_pages(sample, len(sample.page_images))
             images = tuple(sample.page_images[p] for p in shown)
         else:
-            from harness.media_pdf import page_count, render_pages
+            from harness.media.pdf import page_count, render_pages
 
             pdf = Path(self.doc_dir or ".") / sample.document
             shown = self.shown_pages(sample, page_count(pdf))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.payloads import Box, PageEvidence, Request
-from harness.registry import task
+from harness.api.payloads import Box, PageEvidence, Request
+from harness.api.registry import task
 from tasks._mini import MiniMixin
 from tasks.mmlongbench_doc import DocSample, MMLongBenchDoc
 

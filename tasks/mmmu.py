@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.payloads import Generation, Request
-from harness.registry import task
-from harness.task_api import MetricDef, SampleError, ScoringContext, Task
+from harness.api.payloads import Generation, Request
+from harness.api.registry import task
+from harness.api.task import MetricDef, SampleError, ScoringContext, Task
 from tasks._common import (
     DataFiles,
     RowImage,

@@ -8,7 +8,7 @@ rule). Answers: one letter.
 
 from __future__ import annotations
 
-from harness.registry import task
+from harness.api.registry import task
 from tasks._mini import SeededMini
 from tasks.mmmu import MMMU, MMMUSample
 

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from harness.payloads import Generation, Request
-from harness.registry import task
-from harness.task_api import (
+from harness.api.payloads import Generation, Request
+from harness.api.registry import task
+from harness.api.task import (
     MetricDef,
     MetricValue,
     SampleError,

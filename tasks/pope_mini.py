@@ -8,7 +8,7 @@ Answers: "yes" / "no".
 
 from __future__ import annotations
 
-from harness.registry import task
+from harness.api.registry import task
 from tasks._mini import SeededMini
 from tasks.pope import Pope, PopeSample
 

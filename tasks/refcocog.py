@@ -9,7 +9,7 @@
 - Licence: RefCOCOg annotations Apache-2.0 (Google refexp); images MSCOCO (Flickr terms).
 - Paper: Mao et al., "Generation and Comprehension of Unambiguous Object Descriptions",
   CVPR 2016 (umd split: Nagaraja et al., ECCV 2016).
-- Normalisation (once, in :meth:`RefCOCOg.load`): ``bbox`` → :class:`~harness.payloads.Box`
+- Normalisation (once, in :meth:`RefCOCOg.load`): ``bbox`` → :class:`~harness.api.payloads.Box`
   xyxy pixels via ``Box.from_xywh``; a box with non-positive width or height is a malformed row.
 - Prompt: "Please provide the bounding box coordinate of the region this sentence describes:
   {expression}." — the coordinate convention of the answer belongs to the model adapter
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
-from harness.registry import task
-from harness.task_api import MetricDef, SampleError, ScoringContext, Task
+from harness.api.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
+from harness.api.registry import task
+from harness.api.task import MetricDef, SampleError, ScoringContext, Task
 from tasks._common import (
     DataFiles,
     RowImage,

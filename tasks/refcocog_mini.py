@@ -8,8 +8,8 @@ Samples: ``harness.toy.scenes.generate_samples("refcocog", split, n, seed)``, sp
 
 from __future__ import annotations
 
-from harness.payloads import Box
-from harness.registry import task
+from harness.api.payloads import Box
+from harness.api.registry import task
 from tasks._mini import SeededMini
 from tasks.refcocog import PROMPT, RefCOCOg, RefSample
 

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.registry import task
-from harness.task_api import MetricDef, MetricValue, SampleError
+from harness.api.registry import task
+from harness.api.task import MetricDef, MetricValue, SampleError
 from tasks._common import DataFiles, parse_list, require, row_id
 from tasks._video import VideoChoiceTask, accuracy, group_accuracy
 

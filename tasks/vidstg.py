@@ -36,10 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.media_video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
-from harness.payloads import EvidenceError, Generation, Request, TubeEvidence, Video
-from harness.registry import task
-from harness.task_api import (
+from harness.media.video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
+from harness.api.payloads import EvidenceError, Generation, Request, TubeEvidence, Video
+from harness.api.registry import task
+from harness.api.task import (
     MetricDef,
     MetricValue,
     SampleError,

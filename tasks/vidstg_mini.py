@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from harness.payloads import Box
-from harness.registry import task
+from harness.api.payloads import Box
+from harness.api.registry import task
 from tasks._mini import MiniMixin
 from tasks._vidstg_data import VidSTGSample
 from tasks.vidstg import VidSTG

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.payloads import Request
-from harness.registry import TASKS
-from harness.task_api import MetricDef, SampleError, Task
+from harness.api.payloads import Request
+from harness.api.registry import TASKS
+from harness.api.task import MetricDef, SampleError, Task
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.payloads import Request
-from harness.specs import InterventionSpec, SpecError
+from harness.api.payloads import Request
+from harness.api.specs import InterventionSpec, SpecError
 
 __all__ = [
     "json_arg",
@@ -93,7 +93,7 @@ def to_request(
     if videos:
         if len(videos) != 1 or len(flat) != 1:
             raise ValueError("a request may carry one video and nothing else")
-        from harness.media_video import sample_frames
+        from harness.media.video import sample_frames
 
         clip = sample_frames(videos[0], video_frames)
         return Request(text=context, video=clip, max_new_tokens=max_new_tokens)

@@ -5,7 +5,7 @@ response cache keys on the model name plus the parsed model_args, so every setti
 outputs — family, checkpoint, dtype, intervention and all its arguments — must be written there):
 
 - ``family`` (default ``toy``), ``pretrained``, ``revision``, ``dtype``, ``device``,
-  ``device_map``, ``attn_implementation``: the :class:`~harness.specs.ModelSpec`;
+  ``device_map``, ``attn_implementation``: the :class:`~harness.api.specs.ModelSpec`;
   ``family_args``: a JSON object of family options (``ModelSpec.args``);
 - ``intervention``: a registered name (default ``none``) with ``intervention_args`` as a JSON
   object, or one JSON object ``{"name": ..., "args": {...}}``;
@@ -37,7 +37,7 @@ from harness.lmms._convert import (
     timed_prefill,
     to_request,
 )
-from harness.specs import SpecError
+from harness.api.specs import SpecError
 
 __all__ = ["HeadscopeLMM", "TIMING_LOG_ENV"]
 
@@ -45,7 +45,7 @@ TIMING_LOG_ENV = "HEADSCOPE_LMMS_TIMING_LOG"
 
 
 class HeadscopeLMM(lmms):
-    """lmms-eval model wrapping a headscope :class:`~harness.models.base.ModelAdapter`.
+    """lmms-eval model wrapping a headscope :class:`~harness.api.model.ModelAdapter`.
 
     Args:
         family: Registered headscope model family.
@@ -66,7 +66,7 @@ class HeadscopeLMM(lmms):
         max_batch_size: Accepted for lmms-eval compatibility; unused.
 
     Raises:
-        harness.specs.SpecError: unknown or malformed model_args.
+        harness.api.specs.SpecError: unknown or malformed model_args.
     """
 
     is_simple = True
@@ -93,10 +93,10 @@ class HeadscopeLMM(lmms):
         super().__init__()
         if unknown:
             raise SpecError(f"headscope model_args: unknown key(s) {sorted(unknown)}")
-        from harness.distributed import device_for_rank, shard_from_env
-        from harness.intervention_api import build_intervention
-        from harness.models.base import load_adapter
-        from harness.specs import ModelSpec
+        from harness.run.distributed import device_for_rank, shard_from_env
+        from harness.api.intervention import build_intervention
+        from harness.api.model import load_adapter
+        from harness.api.specs import ModelSpec
 
         self.intervention_spec = intervention_spec(intervention, intervention_args)
         self._intervention = build_intervention(self.intervention_spec)  # fail before loading

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _scipy_stats
 
-from harness.heads import Head
+from harness.api.heads import Head
 from harness.metrics.stats import bootstrap_counts, bootstrap_mean_ci, mean_stderr
 
 __all__ = [
@@ -174,7 +174,7 @@ def spearman_bootstrap(
 def head_count(k: float, total: int) -> int:
     """Turn ``k`` (a whole count ≥ 0, or a fraction in (0, 1), rounded up) into a count.
 
-    Same rule as :meth:`harness.heads.Geometry.count`.
+    Same rule as :meth:`harness.api.heads.Geometry.count`.
     """
     if k < 0:
         raise ValueError(f"k must be ≥ 0, got {k}")

@@ -18,12 +18,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.payloads import Box, BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
+from harness.api.payloads import Box, BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from harness.payloads import Evidence, Request
+    from harness.api.payloads import Evidence, Request
 
 __all__ = ["Layout", "View", "FRAME", "NO_SOURCE", "select_tokens"]
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.models._layout import FRAME, Layout, View
 from harness.models.llava import LlavaAdapter
-from harness.payloads import Request
-from harness.registry import model_family
+from harness.api.payloads import Request
+from harness.api.registry import model_family
 
 if TYPE_CHECKING:
     import numpy as np

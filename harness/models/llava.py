@@ -4,7 +4,7 @@ Visual tokens: each ``<image>`` expands to one token per vision-tower patch, row
 feature order. The image processor resizes the short side to ``size["shortest_edge"]`` (336)
 and center-crops ``crop_size`` (336²), so parts of a non-square image are cut off and have no
 token: a box partly outside the crop maps only to the tokens that exist, a box entirely
-outside raises :class:`~harness.payloads.EvidenceError`. With ``do_pad`` the image is first
+outside raises :class:`~harness.api.payloads.EvidenceError`. With ``do_pad`` the image is first
 padded to a square (nothing is cut). CLIP's CLS token is dropped (``default`` strategy):
 24×24 = 576 tokens (8×8 in the tiny test model). LLaVA-1.5 has no video input: video frames
 are shown as consecutive images.
@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.models._common import HFAdapter, instruction_positions
+from harness.models.hf import HFAdapter, instruction_positions
 from harness.models._layout import FRAME, Layout, View, select_tokens
-from harness.models.base import TokenSpans
-from harness.registry import model_family
+from harness.api.model import TokenSpans
+from harness.api.registry import model_family
 
 if TYPE_CHECKING:
-    from harness.payloads import Evidence, Request
+    from harness.api.payloads import Evidence, Request
 
 __all__ = ["LlavaAdapter", "crop_view"]
 

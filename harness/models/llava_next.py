@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from harness.models._layout import Layout, View, bilinear_sources
 from harness.models.llava import LlavaAdapter
-from harness.registry import model_family
+from harness.api.registry import model_family
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.models.base import parse_box_text
+from harness.api.model import parse_box_text
 from harness.models.qwen2_vl import QwenVLAdapter
-from harness.payloads import Box, Request
-from harness.registry import model_family
+from harness.api.payloads import Box, Request
+from harness.api.registry import model_family
 
 __all__ = ["Qwen2_5_VLAdapter"]
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from harness.models._common import HFAdapter, instruction_positions, positions_of
-from harness.models.base import TokenSpans
-from harness.payloads import (
+from harness.models.hf import HFAdapter, instruction_positions, positions_of
+from harness.api.model import TokenSpans
+from harness.api.payloads import (
     Box,
     BoxEvidence,
     Evidence,
@@ -32,7 +32,7 @@ from harness.payloads import (
     TubeEvidence,
     Video,
 )
-from harness.registry import model_family
+from harness.api.registry import model_family
 
 __all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
 

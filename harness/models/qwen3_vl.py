@@ -19,7 +19,7 @@ reference.
 from __future__ import annotations
 
 from harness.models.qwen2_vl import QwenVLAdapter
-from harness.registry import model_family
+from harness.api.registry import model_family
 
 __all__ = ["Qwen3VLAdapter"]
 

@@ -7,7 +7,7 @@ square, so the center crop keeps everything); video frames are shown as consecut
 
 Answer coordinates: the toy model writes ``[x1, y1, x2, y2]`` normalised to [0, 1]
 (``normalized``); its word-level tokenizer may decode with spaces around the brackets and
-commas, which :func:`~harness.models.base.parse_box_text` tolerates.
+commas, which :func:`~harness.api.model.parse_box_text` tolerates.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.models.llava import LlavaAdapter
-from harness.registry import model_family
+from harness.api.registry import model_family
 
 __all__ = ["ToyAdapter", "TOY_DIR"]
 

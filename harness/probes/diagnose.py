@@ -1,6 +1,6 @@
 """``headscope diagnose``: representation geometry of attention and FFN updates (paper B).
 
-Per sample (batch 1, all tokens of the unpadded input), :func:`harness.dispatch.capture_states`
+Per sample (batch 1, all tokens of the unpadded input), :func:`harness.attention.dispatch.capture_states`
 records inside every decoder layer the block input ``X``, the post-attention state
 ``X + ΔX_attn`` (input of ``post_attention_layernorm``) and the block output — not
 ``hidden_states``, which differ for DeepStack models. For each layer and module (attention:
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from harness.payloads import EvidenceError
+from harness.api.payloads import EvidenceError
 from harness.probes.record import masses_of, prefill, prepare_single, recording, span_masks
 
 __all__ = [
@@ -68,7 +68,7 @@ def rotary_identity(model: Any) -> Iterator[int]:
     Yields:
         The number of rotary modules patched (0: the decoder has no rotary module).
     """
-    from harness.dispatch import decoder_layers
+    from harness.attention.dispatch import decoder_layers
 
     layers = decoder_layers(model)
     owner = next((m for m in model.modules() if getattr(m, "layers", None) is layers), None)
@@ -95,7 +95,7 @@ def _run(model: Any, inputs: Any, stop_after: int | None = None) -> None:
     if stop_after is None:
         prefill(model, inputs)
         return
-    from harness.dispatch import decoder_layers
+    from harness.attention.dispatch import decoder_layers
 
     def stop(*_: Any) -> None:
         raise _Stop
@@ -140,9 +140,9 @@ def _attention_only(cap: Any, layer: int, energy: float) -> dict[str, dict[str, 
 
 def _baseline(adapter: Any, inputs: Any, name: str, layers_spec: str, seed: int, energy: float):
     """``{variant: {"RID": [per layer], "MixIG": [...]}}`` of the attention update under noise."""
-    from harness.dispatch import capture_states, geometry_of
-    from harness.intervention_api import build_intervention
-    from harness.specs import InterventionSpec
+    from harness.attention.dispatch import capture_states, geometry_of
+    from harness.api.intervention import build_intervention
+    from harness.api.specs import InterventionSpec
 
     model = adapter.model
     n_layers = geometry_of(model).num_layers
@@ -186,7 +186,7 @@ def diagnose_sample(
         "erope": {variant: f} | None, "key_region": {"ratio", "correct", "score", "metric"}
         | {"skipped": reason} | None}``.
     """
-    from harness.dispatch import capture_states, geometry_of
+    from harness.attention.dispatch import capture_states, geometry_of
 
     model = adapter.model
     request = task.request(doc)
@@ -241,7 +241,7 @@ def diagnose_sample(
 
 
 def _correctness(adapter, task, doc, request, seed: int, threshold: float) -> dict[str, Any]:
-    from harness.task_api import ScoringContext
+    from harness.api.task import ScoringContext
 
     metric = task.metrics[0].name
     generation = adapter.generate([request])[0]

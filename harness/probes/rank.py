@@ -4,14 +4,14 @@ Per sample of a grounded task: ``request = task.request(sample)``, ``evidence =
 task.evidence(sample, request)``, ``spans = adapter.token_spans(request, evidence)``, then one
 prefill through the dispatch records, per head, the mean over the instruction rows of the
 post-softmax mass on the evidence columns Ω(V*) (``O(n_q · S)`` memory). Per task the
-``[N, L, H]`` values become a :class:`~harness.ranking.TaskRam` (mean, stderr, bootstrap CI);
+``[N, L, H]`` values become a :class:`~harness.schema.ranking.TaskRam` (mean, stderr, bootstrap CI);
 the tasks together make the ranking file that ``ablate`` and ``hybrid`` read.
 
-Samples whose evidence cannot be mapped (:class:`~harness.payloads.EvidenceError`), whose
-media cannot be read (:class:`~harness.task_api.SampleError`), or whose evidence covers no
+Samples whose evidence cannot be mapped (:class:`~harness.api.payloads.EvidenceError`), whose
+media cannot be read (:class:`~harness.api.task.SampleError`), or whose evidence covers no
 token are skipped, counted and reported; any other error stops the run.
 
-Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.ranking` format),
+Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.schema.ranking` format),
 ``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`) and
 ``OUT/heatmaps/<task>.png`` when matplotlib is installed.
 """
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.payloads import EvidenceError
+from harness.api.payloads import EvidenceError
 from harness.probes.record import ProbeError, prepare_single, record_masses
-from harness.task_api import SampleError, build_task
+from harness.api.task import SampleError, build_task
 
 if TYPE_CHECKING:
-    from harness.ranking import Ranking
-    from harness.specs import TaskSpec
+    from harness.schema.ranking import Ranking
+    from harness.api.specs import TaskSpec
 
 __all__ = [
     "GROUNDED_MINI_TASKS",
@@ -139,7 +139,7 @@ def build_ranking(
     """
     import numpy as np
 
-    from harness.ranking import Ranking, TaskRam
+    from harness.schema.ranking import Ranking, TaskRam
 
     geo = adapter.geometry
     tasks = {
@@ -252,7 +252,7 @@ def run_rank(
     plots: bool = True,
 ) -> RankReport:
     """Probe the tasks, write ``ranking.json``, ``spearman.json`` and heatmaps to ``output``."""
-    from harness.ranking import save_ranking
+    from harness.schema.ranking import save_ranking
 
     out = Path(output)
     probes = [probe_task(adapter, t, progress=progress) for t in tspecs]

@@ -1,8 +1,8 @@
 """Probe plumbing shared by ``rank`` and ``diagnose``: spans → masks, one recorded prefill.
 
 Every probe runs one sample per forward (batch 1, no padding), so token positions from
-:meth:`~harness.models.base.ModelAdapter.token_spans` index the model input directly. The
-attention mass is recorded by the dispatch (:class:`~harness.dispatch_plan.RecordSpec`): logits
+:meth:`~harness.api.model.ModelAdapter.token_spans` index the model input directly. The
+attention mass is recorded by the dispatch (:class:`~harness.attention.plan.RecordSpec`): logits
 only for the query rows, ``(1, H, n_q, S)`` per layer, never ``S × S``.
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
-    from harness.models.base import TokenSpans
+    from harness.api.model import TokenSpans
 
 __all__ = [
     "ProbeError",
@@ -78,10 +78,10 @@ def recording(
     stays active; the record then sees that intervention's windows).
 
     Yields:
-        Name → :class:`~harness.dispatch_record.AttentionRecorder`, filled by forwards run
+        Name → :class:`~harness.attention.record.AttentionRecorder`, filled by forwards run
         inside the block; read them with :func:`masses_of`.
     """
-    from harness.dispatch import (
+    from harness.attention.dispatch import (
         AttentionRecorder,
         LayerPlan,
         Plan,
@@ -154,7 +154,7 @@ def record_masses(
     Returns:
         Name → ``[L, H]`` float64 array.
     """
-    from harness.dispatch import geometry_of
+    from harness.attention.dispatch import geometry_of
 
     length = int(inputs["input_ids"].shape[1])
     qmask, kmasks = span_masks(length, query, keys)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.models.base import BoxConvention, ModelAdapter
-from harness.payloads import Generation, Request
-from harness.specs import ModelSpec
+from harness.api.model import BoxConvention, ModelAdapter
+from harness.api.payloads import Generation, Request
+from harness.api.specs import ModelSpec
 
 __all__ = ["ScriptedAdapter"]
 

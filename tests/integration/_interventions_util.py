@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.dispatch import geometry_of, plan_scope, use_dispatch
-from harness.models.base import ModelAdapter
-from harness.ranking import Ranking, TaskRam, save_ranking
-from harness.specs import ModelSpec
+from harness.attention.dispatch import geometry_of, plan_scope, use_dispatch
+from harness.api.model import ModelAdapter
+from harness.schema.ranking import Ranking, TaskRam, save_ranking
+from harness.api.specs import ModelSpec
 from harness.testing.tiny import build_tiny_model, tiny_text_inputs
 
 FAMILIES = ["llava", "qwen2_vl", "internvl"]

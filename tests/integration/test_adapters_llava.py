@@ -9,13 +9,13 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from harness.dispatch import ATTN_NAME  # noqa: E402
+from harness.attention.dispatch import ATTN_NAME  # noqa: E402
 from harness.models.internvl import InternVLAdapter  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
 from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
 from harness.models.toy import TOY_DIR, ToyAdapter  # noqa: E402
-from harness.payloads import (  # noqa: E402
+from harness.api.payloads import (  # noqa: E402
     Box,
     BoxEvidence,
     EvidenceError,
@@ -24,7 +24,7 @@ from harness.payloads import (  # noqa: E402
     TubeEvidence,
     Video,
 )
-from harness.registry import MODEL_FAMILIES  # noqa: E402
+from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 
@@ -178,7 +178,7 @@ def test_property_evidence_inside_visual_and_monotone(adapter, w, h, fx, fy, gro
     reason="toy model assets not built yet (harness/assets/toy/ is trained concurrently)",
 )
 def test_toy_loads_and_answers():
-    from harness.specs import ModelSpec
+    from harness.api.specs import ModelSpec
 
     ad = ToyAdapter(ModelSpec(name="toy"))
     req = Request("Is there a red circle in the image?", images=(Image.new("RGB", (64, 64)),))

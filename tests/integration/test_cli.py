@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
 
@@ -12,8 +12,8 @@ from tests.toy_task import correct_on_even
 @pytest.fixture
 def mock_model(monkeypatch):
     """Make `run` use the scripted mock instead of loading a model."""
-    import harness.models.base as base
-    from harness.registry import MODEL_FAMILIES
+    import harness.api.model as base
+    from harness.api.registry import MODEL_FAMILIES
 
     MODEL_FAMILIES.discover()
     monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)

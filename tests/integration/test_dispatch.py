@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch import (  # noqa: E402
+from harness.attention.dispatch import (  # noqa: E402
     Ablation,
     AttentionRecorder,
     Plan,
@@ -20,7 +20,7 @@ from harness.dispatch import (  # noqa: E402
     set_window_kernel,
     use_dispatch,
 )
-from harness.heads import Head  # noqa: E402
+from harness.api.heads import Head  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model, tiny_text_inputs  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402
     boom,
@@ -55,7 +55,7 @@ def pair(family):
 
 
 def test_import_is_light():
-    code = "import sys, harness.dispatch, harness.testing.tiny; print('torch' in sys.modules)"
+    code = "import sys, harness.attention.dispatch, harness.testing.tiny; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

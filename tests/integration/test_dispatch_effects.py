@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch import (  # noqa: E402
+from harness.attention.dispatch import (  # noqa: E402
     Ablation,
     LayerPlan,
     OutputHook,
@@ -16,8 +16,8 @@ from harness.dispatch import (  # noqa: E402
     geometry_of,
     use_dispatch,
 )
-from harness.dispatch_exec import run_layer_plan  # noqa: E402
-from harness.heads import Head  # noqa: E402
+from harness.attention.execute import run_layer_plan  # noqa: E402
+from harness.api.heads import Head  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model  # noqa: E402
 from tests.integration._interventions_util import logits, text_inputs  # noqa: E402
 

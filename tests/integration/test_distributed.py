@@ -31,7 +31,7 @@ INTERVENTIONS = ["none", json.dumps(ABLATION)]
 CRASHING_MAIN = """
 import os, sys
 if os.environ.get("RANK") == os.environ.get("CRASH_RANK"):
-    from harness.models._common import HFAdapter
+    from harness.models.hf import HFAdapter
     original, calls = HFAdapter.generate, []
     def generate(self, requests):
         if len(calls) >= int(os.environ["CRASH_AFTER"]):
@@ -39,7 +39,7 @@ if os.environ.get("RANK") == os.environ.get("CRASH_RANK"):
         calls.append(1)
         return original(self, requests)
     HFAdapter.generate = generate
-from harness.cli import main
+from harness.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from harness.evaluator import EvaluationError, run_grid, samples_filename
-from harness.results import load_results
-from harness.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
+from harness.run.evaluator import EvaluationError, run_grid, samples_filename
+from harness.schema.results import load_results
+from harness.api.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
 
@@ -102,7 +102,7 @@ def test_scoring_failures_are_counted_not_swallowed(tmp_path):
 
 
 def test_unknown_names_fail_before_any_work(tmp_path):
-    from harness.registry import UnknownNameError
+    from harness.api.registry import UnknownNameError
 
     spec = RunSpec(tasks=(TaskSpec("test_echoo"),), output=str(tmp_path / "r"))
     with pytest.raises(UnknownNameError, match="did you mean 'test_echo'"):

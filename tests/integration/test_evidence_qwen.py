@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
-from harness.payloads import (  # noqa: E402
+from harness.api.payloads import (  # noqa: E402
     Box,
     BoxEvidence,
     EvidenceError,
@@ -30,7 +30,7 @@ from harness.payloads import (  # noqa: E402
     TubeEvidence,
     Video,
 )
-from harness.registry import MODEL_FAMILIES  # noqa: E402
+from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 from harness.testing.tiny_processors import tiny_qwen_processor  # noqa: E402
 

@@ -4,11 +4,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch import current_plan, set_window_kernel  # noqa: E402
-from harness.heads import Head  # noqa: E402
-from harness.intervention_api import InterventionError, build_intervention  # noqa: E402
-from harness.ranking import load_ranking  # noqa: E402
-from harness.specs import InterventionSpec  # noqa: E402
+from harness.attention.dispatch import current_plan, set_window_kernel  # noqa: E402
+from harness.api.heads import Head  # noqa: E402
+from harness.api.intervention import InterventionError, build_intervention  # noqa: E402
+from harness.schema.ranking import load_ranking  # noqa: E402
+from harness.api.specs import InterventionSpec  # noqa: E402
 from interventions._means import compute_head_means, save_head_means  # noqa: E402
 from interventions.ablate import Ablate  # noqa: E402
 from interventions.hybrid import Hybrid  # noqa: E402
@@ -228,7 +228,7 @@ def test_build_intervention_validates(tmp_path):
 
 
 def test_cli_short_form_parses(tmp_path):
-    from harness.specs import parse_intervention
+    from harness.api.specs import parse_intervention
 
     spec = parse_intervention(f"ablate:select=top,k=0.05,mode=zero,ranking={tmp_path}/r.json")
     built = build_intervention(spec)

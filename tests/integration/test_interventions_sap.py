@@ -7,8 +7,8 @@ torch = pytest.importorskip("torch")
 
 from PIL import Image  # noqa: E402
 
-from harness.dispatch import current_plan  # noqa: E402
-from harness.intervention_api import InterventionError  # noqa: E402
+from harness.attention.dispatch import current_plan  # noqa: E402
+from harness.api.intervention import InterventionError  # noqa: E402
 from harness.testing.tiny_processors import tiny_llava_processor, tiny_qwen_processor  # noqa: E402
 from interventions.ablate import Ablate  # noqa: E402
 from interventions.sap import SAP  # noqa: E402

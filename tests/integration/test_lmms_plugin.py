@@ -127,7 +127,7 @@ def _model_spec(tmp: Path) -> dict:
 
 def _write_tasks(root: Path) -> list[dict]:
     """The include path (its name must not shadow headscope's ``tasks`` package)."""
-    from harness.registry import TASKS
+    from harness.api.registry import TASKS
     from harness.toy.scenes import normalised_box_text
 
     task = TASKS.get(TASK)()

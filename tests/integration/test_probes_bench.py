@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from harness import bench_ram  # noqa: E402
-from harness.bench_ram_worker import measure  # noqa: E402
+from harness.bench import ram_probe as bench_ram  # noqa: E402
+from harness.bench.ram_probe_worker import measure  # noqa: E402
 
 ROW_KEYS = {"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio", "probe_ms", "eager_ms",
             "time_ratio"}  # fmt: skip
@@ -37,8 +37,8 @@ def test_estimate_and_length_checks():
 
 
 def test_bench_cli_forwards_arguments(monkeypatch):
-    from harness import bench_hybrid
-    from harness.cli import main
+    from harness.bench import hybrid as bench_hybrid
+    from harness.cli.main import main
 
     seen = {}
     monkeypatch.setattr(bench_ram, "main", lambda argv: seen.setdefault("ram", argv) and 0)
@@ -59,7 +59,7 @@ def test_bench_ram_json_rows(capsys):
     assert row["time_ratio"] == pytest.approx(row["eager_ms"] / row["probe_ms"], 0.01)
     (detail,) = doc["details"]
     assert detail["eager_status"] == "ok" and detail["ram_max_abs_diff"] <= 1e-6
-    from leaderboards.merge import classify
+    from leaderboards.sources import classify
 
     assert classify(doc) == "bench_ram"
 
@@ -82,7 +82,7 @@ def test_cli_modules_are_light():
     import sys
 
     code = (
-        "import sys, harness.probes.rank_cli, harness.probes.diagnose_cli, harness.bench_cli\n"
+        "import sys, harness.cli.rank, harness.cli.diagnose, harness.cli.bench\n"
         "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy"
     )

@@ -10,15 +10,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch import capture_states  # noqa: E402
+from harness.attention.dispatch import capture_states  # noqa: E402
 from harness.metrics.geometry import erank, tme  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
 from harness.probes.diagnose import rotary_identity  # noqa: E402
-from harness.probes.diagnose_report import run_diagnose  # noqa: E402
+from harness.probes.diagnose_run import run_diagnose  # noqa: E402
 from harness.probes.record import prepare_single  # noqa: E402
-from harness.specs import TaskSpec  # noqa: E402
-from harness.task_api import build_task  # noqa: E402
+from harness.api.specs import TaskSpec  # noqa: E402
+from harness.api.task import build_task  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model, tiny_text_inputs  # noqa: E402
 from leaderboards.diagnostics import parse_diagnostics  # noqa: E402
@@ -115,9 +115,9 @@ def test_rotary_identity_removes_position_information():
 
 
 def test_diagnose_cli_end_to_end(tmp_path, monkeypatch, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.models import base
-    from leaderboards.merge import load_sources
+    from leaderboards.sources import load_sources
 
     monkeypatch.setattr(base, "load_adapter", lambda spec: llava())
     out = tmp_path / "diag"

@@ -12,12 +12,12 @@ torch = pytest.importorskip("torch")
 from harness.metrics.ram import ram_reference, spearman  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
-from harness.payloads import EvidenceError  # noqa: E402
+from harness.api.payloads import EvidenceError  # noqa: E402
 from harness.probes.rank import probe_task, run_rank  # noqa: E402
 from harness.probes.record import prepare_single, record_masses  # noqa: E402
-from harness.ranking import load_ranking  # noqa: E402
-from harness.specs import TaskSpec  # noqa: E402
-from harness.task_api import build_task  # noqa: E402
+from harness.schema.ranking import load_ranking  # noqa: E402
+from harness.api.specs import TaskSpec  # noqa: E402
+from harness.api.task import build_task  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 
@@ -146,7 +146,7 @@ def test_ungrounded_task_is_refused():
 
 
 def test_rank_cli_end_to_end(tmp_path, monkeypatch, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.models import base
 
     adapter = tiny_adapter("llava")
@@ -167,8 +167,8 @@ def test_rank_cli_end_to_end(tmp_path, monkeypatch, capsys):
 
 
 def test_ablate_reads_the_ranking(tmp_path):
-    from harness.intervention_api import build_intervention
-    from harness.specs import InterventionSpec
+    from harness.api.intervention import build_intervention
+    from harness.api.specs import InterventionSpec
 
     adapter = tiny_adapter("llava")
     spec = [TaskSpec("refcocog_mini", limit=2, args={"n": 2})]

@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from harness.evaluator import EvaluationError, run_grid
-from harness.payloads import Box, BoxEvidence, PageEvidence
-from harness.specs import RunSpec, TaskSpec
-from harness.task_api import SampleError, TaskLoadError, build_task
+from harness.run.evaluator import EvaluationError, run_grid
+from harness.api.payloads import Box, BoxEvidence, PageEvidence
+from harness.api.specs import RunSpec, TaskSpec
+from harness.api.task import SampleError, TaskLoadError, build_task
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_image_doc_fixtures as F
 
@@ -260,7 +260,7 @@ def test_mini_refuses_training_split():
 def test_render_pages_sizes_order_and_errors(tmp_path, monkeypatch):
     import sys
 
-    from harness import media_pdf
+    from harness.media import pdf as media_pdf
 
     pdf = tmp_path / "doc.pdf"
     F.make_pdf(pdf, 3)

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from harness.evaluator import EvaluationError, run_grid
-from harness.media_video import sample_frames
-from harness.payloads import Box, EvidenceError
-from harness.specs import RunSpec, TaskSpec
-from harness.task_api import SampleError, TaskLoadError, build_task
+from harness.run.evaluator import EvaluationError, run_grid
+from harness.media.video import sample_frames
+from harness.api.payloads import Box, EvidenceError
+from harness.api.specs import RunSpec, TaskSpec
+from harness.api.task import SampleError, TaskLoadError, build_task
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_video_fixtures as fx
 
@@ -218,7 +218,7 @@ def _key(req):
 
 
 def _gold(kind, n):
-    from harness.payloads import Request, Video
+    from harness.api.payloads import Request, Video
     from harness.toy.scenes import generate_samples
 
     out = {}

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from harness.toy import ASSET_DIR
 
 _TRAINING = (ASSET_DIR / "TRAINING.md").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cli as harness_cli
-from harness.results import load_results
+from harness.cli import main as harness_cli
+from harness.schema.results import load_results
 from leaderboards import build_tables, load_sources
 from leaderboards.accuracy import accuracy_table
 from leaderboards.diagnostics import diagnostics_summary_table

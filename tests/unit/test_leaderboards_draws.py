@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from harness import cli as harness_cli
-from harness.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
+from harness.cli import main as harness_cli
+from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
 from leaderboards import build_tables, load_sources
 from leaderboards.accuracy import accuracy_draws_table, accuracy_summary_table, accuracy_table
 from leaderboards.bench import is_setting
@@ -122,7 +122,7 @@ def test_draw_groups_with_other_differences_stay_apart(tmp_path):
 
 def test_ablation_figure_uses_the_draw_mean_with_sd(drawn_run, tmp_path):
     from leaderboards.figures import _ablation_groups
-    from leaderboards.merge import Sources
+    from leaderboards.sources import Sources
 
     (group,) = _ablation_groups(Sources(runs=drawn_run))
     (label,) = [name for name in group["curves"] if name.startswith("random")]
@@ -189,7 +189,7 @@ def test_models_with_one_basename_are_not_merged(tmp_path):
 
 
 def _bench_row(length, keep, dense, hybrid, **extra):
-    # The keys of harness.bench_hybrid.run_bench rows: results, measurements, settings.
+    # The keys of harness.bench.hybrid.run_bench rows: results, measurements, settings.
     return {
         "length": length, "keep": keep, "window": 512, "dense_ms": dense, "hybrid_ms": hybrid,
         "speedup": round(dense / hybrid, 3), "bound": 2.0, "of_bound": dense / hybrid / 2.0,

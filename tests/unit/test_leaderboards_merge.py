@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
+from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
 from leaderboards.accuracy import accuracy_summary_table, accuracy_table
 from leaderboards.diagnostics import parse_diagnostics
 from leaderboards.formatting import to_csv
-from leaderboards.merge import MergeError, load_sources, split_settings
+from leaderboards.sources import MergeError, load_sources, split_settings
 from leaderboards.speedup import memory_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "leaderboards"

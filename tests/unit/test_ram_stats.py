@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 import harness.metrics as M
-from harness.heads import Head
+from harness.api.heads import Head
 
 
 def test_mean_stderr_by_hand_and_edges():

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.heads import Head
-from harness.ranking import (
+from harness.api.heads import Head
+from harness.schema.ranking import (
     RANKING_VERSION,
     Ranking,
     RankingFormatError,

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness.registry import (
+from harness.api.registry import (
     INTERVENTIONS,
     TASKS,
     Registry,
@@ -70,7 +70,7 @@ def _heavy_modules_after(snippet: str, names: tuple[str, ...]) -> list[str]:
 def test_import_is_light():
     snippet = (
         "import harness, tasks, interventions, leaderboards\n"
-        "from harness.registry import TASKS, INTERVENTIONS\n"
+        "from harness.api.registry import TASKS, INTERVENTIONS\n"
         "TASKS.names(); INTERVENTIONS.names()"
     )
     heavy = ("torch", "transformers", "datasets", "av", "fitz")
@@ -78,5 +78,5 @@ def test_import_is_light():
 
 
 def test_cli_parser_is_light():
-    snippet = "from harness.cli import build_parser\nbuild_parser()"
+    snippet = "from harness.cli.main import build_parser\nbuild_parser()"
     assert _heavy_modules_after(snippet, ("torch", "transformers", "numpy")) == []

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.models.base import parse_box_text
-from harness.payloads import Box, Generation
-from harness.task_api import SampleError, ScoringContext
+from harness.api.model import parse_box_text
+from harness.api.payloads import Box, Generation
+from harness.api.task import SampleError, ScoringContext
 from tasks._common import (
     anls,
     candidate_ids,

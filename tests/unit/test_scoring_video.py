@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.media_video import frame_positions_in_span, uniform_indices
-from harness.models.base import parse_box_text
-from harness.payloads import Box, Generation
-from harness.task_api import MetricValue, SampleError, ScoringContext
+from harness.media.video import frame_positions_in_span, uniform_indices
+from harness.api.model import parse_box_text
+from harness.api.payloads import Box, Generation
+from harness.api.task import MetricValue, SampleError, ScoringContext
 from tasks._vidstg_data import VidSTGSample, normalise_entry, parse_span, tube_scores, vidor_box
 from tasks.mlvu import MLVUSample, macro_average
 from tasks.mlvu import normalise_row as mlvu_row
@@ -298,7 +298,7 @@ def test_fuzz_choice_normalisers_only_raise_sample_error(which, k, value, drop):
 def test_missing_pyav_gives_the_install_hint(monkeypatch, tmp_path):
     import sys
 
-    from harness.media_video import sample_frames
+    from harness.media.video import sample_frames
 
     monkeypatch.setitem(sys.modules, "av", None)  # makes `import av` raise ImportError
     with pytest.raises(ImportError, match=r"pip install 'headscope\[video\]'"):

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from harness.heads import Geometry, Head
-from harness.specs import (
+from harness.api.heads import Geometry, Head
+from harness.api.specs import (
     InterventionSpec,
     ModelSpec,
     RunSpec,

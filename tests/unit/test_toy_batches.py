@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.toy.batches import collate, noun_position
+from harness.toy.training.batches import collate, noun_position
 from harness.toy.scenes import KINDS, generate_sample
 
 
@@ -83,7 +83,7 @@ def test_noun_position_none_without_evidence(processor):
 
 @pytest.mark.parametrize("kind", ["pope", "mlvu", "videomme", "mmdocir"])
 def test_image_index_follows_the_image_markers(processor, kind):
-    from harness.toy.batches import image_index
+    from harness.toy.training.batches import image_index
 
     samples = [generate_sample(kind, "train", i) for i in range(4)]
     batch = collate(processor, samples)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.toy.head_losses import (
+from harness.toy.training.head_losses import (
     add_head_dropout,
     evidence_attention_loss,
     parse_heads,

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from harness.toy.builders import ALL_TYPES  # noqa: E402
-from harness.toy.probe_losses import (  # noqa: E402
+from harness.toy.training.probe_losses import (  # noqa: E402
     N_COLOUR_CLASSES,
     content_probe_loss,
     image_index_loss,
@@ -116,7 +116,7 @@ def _two_frame_batch(image_id=9):
 
 
 def test_evidence_targets_are_row_column_and_image_set():
-    from harness.toy.probe_losses import evidence_targets
+    from harness.toy.training.probe_losses import evidence_targets
 
     ids, sup = _two_frame_batch()
     picked, nouns, rows, cols, sets = evidence_targets(ids, 9, sup, max_images=4)
@@ -128,7 +128,7 @@ def test_evidence_targets_are_row_column_and_image_set():
 
 
 def test_evidence_probe_loss_is_zero_only_for_the_right_answer():
-    from harness.toy.probe_losses import evidence_probe_loss
+    from harness.toy.training.probe_losses import evidence_probe_loss
 
     ids, sup = _two_frame_batch()
     n_images = 4

@@ -6,7 +6,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from harness.attention_window import (  # noqa: E402
+from harness.attention.window import (  # noqa: E402
     _bulk,
     full_bool_mask,
     window_attention_chunked,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.bench_hybrid import GEOMETRIES, PRESETS, flop_speedup_bound, kept_heads, main
-from harness.heads import Geometry
+from harness.bench.hybrid import GEOMETRIES, PRESETS, flop_speedup_bound, kept_heads, main
+from harness.api.heads import Geometry
 
 
 @pytest.mark.parametrize("n, expected", [(32 * 1024, 2.0), (64 * 1024, 3.0), (128 * 1024, 4.7)])

@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.dispatch_exec import _head_batches, run_layer_plan  # noqa: E402
-from harness.dispatch_plan import Ablation, LayerPlan, Window  # noqa: E402
+from harness.attention.execute import _head_batches, run_layer_plan  # noqa: E402
+from harness.attention.plan import Ablation, LayerPlan, Window  # noqa: E402
 
 
 class FakeAttention:

@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults  # noqa: E402
+from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults  # noqa: E402
 
 GOLDEN_ARGS = [
     "run_a",
@@ -210,7 +210,7 @@ def run_c():
 def ranking():
     import numpy as np
 
-    from harness.ranking import Ranking, TaskRam
+    from harness.schema.ranking import Ranking, TaskRam
 
     base = {
         "refcocog_toy": [[0.10, 0.50, 0.20, 0.05], [0.60, 0.15, 0.30, 0.02]],
@@ -339,7 +339,7 @@ def diagnostics(variant, shift):
 
 
 def write_inputs():
-    from harness.ranking import save_ranking
+    from harness.schema.ranking import save_ranking
 
     run_a().save(HERE / "run_a" / "results.json")
     run_b().save(HERE / "run_b" / "results.json")
@@ -362,7 +362,7 @@ def write_inputs():
 def write_goldens():
     import os
 
-    from harness import cli
+    from harness.cli import main as cli
 
     os.chdir(HERE)  # relative inputs: the goldens hold no absolute path
     assert cli.main(["leaderboard", *GOLDEN_ARGS, "--output", "golden"]) == 0

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.results import (
+from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
     ResultEntry,
@@ -26,8 +26,8 @@ from harness.results import (
     SampleLog,
     write_json_atomic,
 )
-from harness.specs import RunSpec, SpecError, TaskSpec
-from harness.task_api import SampleError, ScoringContext, Task, TaskLoadError, build_task
+from harness.api.specs import RunSpec, SpecError, TaskSpec
+from harness.api.task import SampleError, ScoringContext, Task, TaskLoadError, build_task
 
 __all__ = ["run_grid", "EvaluationError", "samples_filename"]
 
@@ -187,16 +187,16 @@ def run_grid(
         spec: The run spec.
         adapter: A ready model adapter (tests pass a mock); None loads ``spec.model``.
         shard: ``(rank, world_size)``; default from the launcher's environment
-            (see :mod:`harness.distributed`). Rank r evaluates docs r, r+W, ...;
+            (see :mod:`harness.run.distributed`). Rank r evaluates docs r, r+W, ...;
             rank 0 gathers the rows and writes the results.
 
     Returns:
         The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
         rank 0; None on other ranks.
     """
-    from harness import distributed as dist
-    from harness.intervention_api import build_intervention
-    from harness.provenance import collect_provenance
+    from harness.run import distributed as dist
+    from harness.api.intervention import build_intervention
+    from harness.run.provenance import collect_provenance
 
     rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
@@ -204,7 +204,7 @@ def run_grid(
     tasks = [(t, build_task(t.name, t.args)) for t in spec.tasks]
     interventions = [(i, build_intervention(i)) for i in spec.interventions]
     if adapter is None:
-        from harness.registry import MODEL_FAMILIES
+        from harness.api.registry import MODEL_FAMILIES
 
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
     if world > 1:
@@ -213,7 +213,7 @@ def run_grid(
         _check_output_dir(out, spec)
     dist.barrier()
     if adapter is None:
-        from harness.models.base import load_adapter
+        from harness.api.model import load_adapter
 
         model_spec = spec.model
         if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK

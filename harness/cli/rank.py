@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.probes._cli import add_common_arguments
+from harness.cli._probe_args import add_common_arguments
 
 __all__ = ["add_arguments", "run", "format_report"]
 
@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
     """Probe, write the ranking and the cross-task report, print the summary."""
     import sys
 
-    from harness.probes._cli import load_model, task_specs_from_args
+    from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import run_rank
     from harness.probes.record import ProbeError
-    from harness.task_api import TaskLoadError, build_task
+    from harness.api.task import TaskLoadError, build_task
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads

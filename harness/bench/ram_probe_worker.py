@@ -1,6 +1,6 @@
 """Worker process of ``headscope bench ram``: one measurement per process (see bench_ram).
 
-Run as ``python -m harness.bench_ram_worker '<json config>'``; prints one line
+Run as ``python -m harness.bench.ram_probe_worker '<json config>'``; prints one line
 ``HEADSCOPE_BENCH_RAM {"ms", "ram", "peak_mb", "before_mb"}``.
 """
 
@@ -20,7 +20,7 @@ MARK = "HEADSCOPE_BENCH_RAM "
 def _build(preset: str, layers: int, dtype: str, seed: int, impl: str) -> Any:
     import torch
 
-    from harness.bench_hybrid import PRESETS, build_random_decoder
+    from harness.bench.hybrid import PRESETS, build_random_decoder
 
     arch, geo = PRESETS[preset]["arch"], PRESETS[preset]["geometry"]
     return build_random_decoder(arch, geo, layers, getattr(torch, dtype), seed, attn=impl)
@@ -111,7 +111,7 @@ def measure(cfg: dict[str, Any]) -> dict[str, Any]:
     model = _build(cfg["preset"], cfg["layers"], cfg["dtype"], cfg["seed"], impl)
     model = model.to(device).eval()
     if cfg["method"] == "probe":
-        from harness.dispatch import use_dispatch
+        from harness.attention.dispatch import use_dispatch
 
         use_dispatch(model)
     gen = torch.Generator().manual_seed(cfg["seed"] + n)

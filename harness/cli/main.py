@@ -20,18 +20,18 @@ __all__ = ["main", "build_parser", "USAGE_ERRORS"]
 # Subcommands implemented elsewhere: name -> (module, help). Each module provides
 # ``add_arguments(parser)`` and ``run(args) -> int``.
 EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
-    "rank": ("harness.probes.rank_cli", "rank heads by Retrieval Attention Mass (CoRe heads)"),
-    "diagnose": ("harness.probes.diagnose_cli", "eRank / RID / MixIG / TME module diagnostics"),
-    "bench": ("harness.bench_cli", "benchmarks: 'bench hybrid' (prefill speed), 'bench ram'"),
+    "rank": ("harness.cli.rank", "rank heads by Retrieval Attention Mass (CoRe heads)"),
+    "diagnose": ("harness.cli.diagnose", "eRank / RID / MixIG / TME module diagnostics"),
+    "bench": ("harness.cli.bench", "benchmarks: 'bench hybrid' (prefill speed), 'bench ram'"),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
 }
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
-    from harness.intervention_api import InterventionError
-    from harness.registry import RegistryError
-    from harness.results import ResultsError
-    from harness.specs import SpecError
+    from harness.api.intervention import InterventionError
+    from harness.api.registry import RegistryError
+    from harness.schema.results import ResultsError
+    from harness.api.specs import SpecError
 
     return (
         SpecError,
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from harness.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS
+    from harness.api.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS
 
     registry = {"tasks": TASKS, "models": MODEL_FAMILIES, "interventions": INTERVENTIONS}[args.kind]
     for name in registry.names():
@@ -121,7 +121,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def check_task_args(task_args: Any, names: list[str]) -> dict[str, dict[str, Any]]:
     """Validate ``--task-args``: a JSON object mapping task names (of this run) to objects."""
-    from harness.specs import SpecError
+    from harness.api.specs import SpecError
 
     if not isinstance(task_args, dict) or not all(isinstance(v, dict) for v in task_args.values()):
         raise SpecError('--task-args must be a JSON object like {"task": {"arg": value}}')
@@ -135,7 +135,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     """Build a RunSpec from a run file (if any) overridden by flags."""
     from dataclasses import asdict
 
-    from harness.specs import (
+    from harness.api.specs import (
         InterventionSpec,
         ModelSpec,
         RunSpec,
@@ -180,10 +180,10 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.evaluator import run_grid
+    from harness.run.evaluator import run_grid
 
     if not args.tasks and not args.config:
-        from harness.protocol import main_job
+        from harness.run.main_job import main_job
 
         return main_job(args)
     spec = spec_from_args(args)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         print("headscope: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
     except Exception as exc:
-        from harness.evaluator import EvaluationError
+        from harness.run.evaluator import EvaluationError
 
         if isinstance(exc, EvaluationError):
             print(f"headscope: run failed: {exc}", file=sys.stderr)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.heads import Head
+from harness.api.heads import Head
 from harness.metrics import ram as _ram
 
 __all__ = [

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from harness.models.base import ModelAdapter
-    from harness.specs import InterventionSpec
+    from harness.api.model import ModelAdapter
+    from harness.api.specs import InterventionSpec
 
 __all__ = ["Intervention", "InterventionError", "build_intervention"]
 
@@ -52,10 +52,10 @@ def build_intervention(spec: InterventionSpec) -> Intervention:
     """Instantiate the registered intervention named by ``spec`` with validated args.
 
     Raises:
-        harness.registry.UnknownNameError: unknown name (with suggestions).
+        harness.api.registry.UnknownNameError: unknown name (with suggestions).
         InterventionError: unknown or ill-typed arguments.
     """
-    from harness.registry import INTERVENTIONS
+    from harness.api.registry import INTERVENTIONS
 
     cls = INTERVENTIONS.get(spec.name)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}

@@ -1,7 +1,7 @@
 """The model adapter interface: one thin adapter per VLM family.
 
 An adapter wraps the Hugging Face model and processor (never reimplements a
-forward), turns typed :class:`~harness.payloads.Request` objects into model
+forward), turns typed :class:`~harness.api.payloads.Request` objects into model
 inputs with the family's chat template, generates text, reports the text
 decoder's geometry, maps evidence onto token positions, and owns the family's
 coordinate convention for grounding answers.
@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from harness.payloads import Box, Evidence, Generation, Request
+from harness.api.payloads import Box, Evidence, Generation, Request
 
 if TYPE_CHECKING:
-    from harness.heads import Geometry
-    from harness.specs import ModelSpec
+    from harness.api.heads import Geometry
+    from harness.api.specs import ModelSpec
 
 __all__ = ["ModelAdapter", "TokenSpans", "BoxConvention", "parse_box_text", "load_adapter"]
 
@@ -108,7 +108,7 @@ class ModelAdapter:
     @property
     def geometry(self) -> Geometry:
         """Text-decoder geometry (layers, heads, KV heads, head_dim, hidden)."""
-        from harness.dispatch import geometry_of
+        from harness.attention.dispatch import geometry_of
 
         return geometry_of(self.model)
 
@@ -131,7 +131,7 @@ class ModelAdapter:
         """Map ``evidence`` to Ω(V*) and locate the instruction tokens of ``request``.
 
         Raises:
-            harness.payloads.EvidenceError: evidence empty, degenerate or outside the input.
+            harness.api.payloads.EvidenceError: evidence empty, degenerate or outside the input.
         """
         raise NotImplementedError
 
@@ -147,7 +147,7 @@ class ModelAdapter:
 
 def load_adapter(spec: ModelSpec) -> ModelAdapter:
     """Instantiate the registered adapter named by ``spec.name``."""
-    from harness.registry import MODEL_FAMILIES
+    from harness.api.registry import MODEL_FAMILIES
 
     cls = MODEL_FAMILIES.get(spec.name)
     return cls(spec)

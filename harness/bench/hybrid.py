@@ -23,7 +23,7 @@ import statistics
 import time
 from typing import Any
 
-from harness.heads import Geometry
+from harness.api.heads import Geometry
 
 __all__ = ["GEOMETRIES", "PRESETS", "ALIASES", "flop_speedup_bound", "run_bench", "main"]
 
@@ -85,7 +85,7 @@ def build_random_decoder(
 
 
 def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) -> Any:
-    from harness.dispatch_plan import LayerPlan, Plan, Window
+    from harness.attention.plan import LayerPlan, Plan, Window
 
     w = Window(window, sinks)
     # Kept heads spread over the KV groups, as CoRe heads are: the windowed heads are then
@@ -216,8 +216,8 @@ def run_bench(
 def _layer_runners(model: Any, ids: Any, plan: Any) -> dict[str, Any]:
     import torch
 
-    from harness.dispatch import ATTN_NAME, plan_scope, use_dispatch
-    from harness.dispatch_plan import Plan
+    from harness.attention.dispatch import ATTN_NAME, plan_scope, use_dispatch
+    from harness.attention.plan import Plan
 
     use_dispatch(model)
     config = model.config
@@ -242,7 +242,7 @@ def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any, d
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from harness.dispatch import headscope_attention
+    from harness.attention.dispatch import headscope_attention
 
     def rand(heads: int) -> Any:  # (1, S, h, D) transposed: the layout HF's modules pass
         x = torch.randn(1, n, heads, geo.head_dim, generator=gen).to(device, dtype)

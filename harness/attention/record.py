@@ -14,18 +14,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.attention_window import first_real, full_bool_mask, masked_softmax
+from harness.attention.window import first_real, full_bool_mask, masked_softmax
 
 if TYPE_CHECKING:
     import torch
 
-    from harness.dispatch_plan import RecordSpec, Window
+    from harness.attention.plan import RecordSpec, Window
 
 __all__ = ["AttentionRecorder", "StateCapture", "capture_states", "record_attention"]
 
 
 class AttentionRecorder:
-    """Per-layer results of a :class:`~harness.dispatch_plan.RecordSpec` (float32, CPU).
+    """Per-layer results of a :class:`~harness.attention.plan.RecordSpec` (float32, CPU).
 
     Attributes:
         mass: layer → (B, H) mean over the query rows of the attention mass on the key columns.
@@ -173,7 +173,7 @@ def capture_states(
 
     Args:
         model: A model with ``model.language_model.layers`` (or another layout known to
-            :func:`harness.dispatch.decoder_layers`).
+            :func:`harness.attention.dispatch.decoder_layers`).
         layers: Layer indices (default all).
         positions: Sequence positions to keep (1-D, same for every sample); default all.
         first_call_only: Keep only the first forward (the prefill under ``generate``).
@@ -181,7 +181,7 @@ def capture_states(
     Yields:
         The :class:`StateCapture` being filled; hooks are removed on exit, even on error.
     """
-    from harness.dispatch import decoder_layers
+    from harness.attention.dispatch import decoder_layers
 
     blocks = decoder_layers(model)
     chosen = range(len(blocks)) if layers is None else layers

@@ -79,7 +79,7 @@ class ProtocolConfig:
 
 
 def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
-    from harness.specs import TaskSpec
+    from harness.api.specs import TaskSpec
 
     extra = dict((cfg.task_args if cfg else {}).get(name, {}))
     if name.endswith("_mini"):
@@ -88,7 +88,7 @@ def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
 
 
 def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
-    from harness.specs import InterventionSpec
+    from harness.api.specs import InterventionSpec
 
     specs = [InterventionSpec("none")]
     for k in cfg.ablation_k:
@@ -113,13 +113,13 @@ def _stage(title: str) -> float:
 
 def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> dict[str, Any]:
     """Run every stage of the main job; return the summary (also saved as summary.json)."""
-    from harness.evaluator import run_grid
-    from harness.models.base import load_adapter
+    from harness.run.evaluator import run_grid
+    from harness.api.model import load_adapter
     from harness.probes.rank import run_rank
-    from harness.probes.rank_cli import format_report
-    from harness.registry import TASKS
-    from harness.results import write_json_atomic
-    from harness.specs import RunSpec
+    from harness.cli.rank import format_report
+    from harness.api.registry import TASKS
+    from harness.schema.results import write_json_atomic
+    from harness.api.specs import RunSpec
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +161,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
 
     t = _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
     if not (out / "diagnose" / "diagnostics_paper.json").exists():
-        from harness.probes.diagnose_report import run_diagnose
+        from harness.probes.diagnose_run import run_diagnose
 
         diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
         run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose, cfg) for n in diag],
@@ -181,8 +181,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
 
 
 def _bench(cfg: ProtocolConfig, path: Path) -> None:
-    from harness.bench_hybrid import run_bench
-    from harness.results import write_json_atomic
+    from harness.bench.hybrid import run_bench
+    from harness.schema.results import write_json_atomic
 
     rows = []
     for keep in cfg.hybrid_keep:
@@ -272,7 +272,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def main_job(args: argparse.Namespace) -> int:
     """Entry from ``headscope run`` when no interventions/config are given."""
-    from harness.specs import ModelSpec, SpecError
+    from harness.api.specs import ModelSpec, SpecError
 
     model: dict[str, Any] = {"name": args.model or "toy"}
     if args.model_args is not None:
@@ -286,7 +286,7 @@ def main_job(args: argparse.Namespace) -> int:
     if args.limit is not None:
         kwargs.update(n_eval=args.limit, n_rank=args.limit)
     if args.task_args is not None:
-        from harness.cli import check_task_args
+        from harness.cli.main import check_task_args
 
         names = list(kwargs.get("tasks", ProtocolConfig.tasks))
         kwargs["task_args"] = check_task_args(args.task_args, names)

@@ -34,8 +34,8 @@ def add_common_arguments(
 
 
 def model_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~harness.specs.ModelSpec` named by ``--model`` / ``--model-args``."""
-    from harness.specs import ModelSpec, SpecError
+    """The :class:`~harness.api.specs.ModelSpec` named by ``--model`` / ``--model-args``."""
+    from harness.api.specs import ModelSpec, SpecError
 
     data: dict[str, Any] = {"name": args.model} if args.model else {}
     if args.model_args is not None:
@@ -52,7 +52,7 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
     """
     from dataclasses import replace
 
-    from harness.specs import SpecError, parse_task
+    from harness.api.specs import SpecError, parse_task
 
     items, depth, current = [], 0, ""
     for char in args.tasks or "":
@@ -75,7 +75,7 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
 def load_model(args: argparse.Namespace) -> Any:
     """Validate the names, then load the adapter (the slow part comes last)."""
     from harness.models import base
-    from harness.registry import MODEL_FAMILIES
+    from harness.api.registry import MODEL_FAMILIES
 
     spec = model_spec_from_args(args)
     MODEL_FAMILIES.get(spec.name)  # unknown family: a usage error before any loading

@@ -23,10 +23,10 @@ from harness.probes.diagnose import (
     VARIANTS,
     diagnose_sample,
 )
-from harness.task_api import SampleError, build_task
+from harness.api.task import SampleError, build_task
 
 if TYPE_CHECKING:
-    from harness.specs import TaskSpec
+    from harness.api.specs import TaskSpec
 
 __all__ = ["DiagnoseReport", "run_diagnose", "build_documents", "key_region_summary", "table"]
 

@@ -2,7 +2,7 @@
 
 Every video task gets its frames from :func:`sample_frames`, which picks a fixed number of
 frames uniformly over a span of the source video and records their source indices and the
-frame rate in the returned :class:`~harness.payloads.Video`.
+frame rate in the returned :class:`~harness.api.payloads.Video`.
 
 Sampling rule (:func:`uniform_indices`): the span ``[start, end)`` of ``L`` source frames is cut
 into ``n`` equal segments and the frame at the centre of each is taken,
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.payloads import Video
-from harness.task_api import SampleError
+from harness.api.payloads import Video
+from harness.api.task import SampleError
 
 __all__ = [
     "sample_frames",

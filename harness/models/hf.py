@@ -1,11 +1,11 @@
 """Shared machinery of the Hugging Face model adapters (every VLM family uses it).
 
-:class:`HFAdapter` is a :class:`~harness.models.base.ModelAdapter` that wraps a HF model and
+:class:`HFAdapter` is a :class:`~harness.api.model.ModelAdapter` that wraps a HF model and
 processor: it loads both with ``from_pretrained`` (or wraps an already-built pair, for tests),
 switches the text decoder to headscope's attention dispatch, renders a
-:class:`~harness.payloads.Request` with the family's chat template, batches with left padding and
+:class:`~harness.api.payloads.Request` with the family's chat template, batches with left padding and
 generates greedily, decoding only the new tokens. A family subclass sets ``model_class`` and
-``default_pretrained`` and implements :meth:`~harness.models.base.ModelAdapter.token_spans`;
+``default_pretrained`` and implements :meth:`~harness.api.model.ModelAdapter.token_spans`;
 it may override :meth:`HFAdapter.build_messages` and :meth:`HFAdapter.processor_kwargs`.
 
 Token positions everywhere are indices into the *unpadded* ``input_ids`` of one request; in a
@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from harness.models.base import ModelAdapter
-from harness.payloads import Generation, Request
+from harness.api.model import ModelAdapter
+from harness.api.payloads import Generation, Request
 
 if TYPE_CHECKING:
-    from harness.specs import ModelSpec
+    from harness.api.specs import ModelSpec
 
 __all__ = [
     "HFAdapter",
@@ -145,7 +145,7 @@ def load_pretrained(
 
 
 def _ready(model: Any) -> Any:
-    from harness.dispatch import use_dispatch
+    from harness.attention.dispatch import use_dispatch
 
     return use_dispatch(model.eval())
 
@@ -305,7 +305,7 @@ class HFAdapter(ModelAdapter):
 
         The model is put in eval mode and its text decoder switched to the dispatch.
         """
-        from harness.specs import ModelSpec
+        from harness.api.specs import ModelSpec
 
         self = cls.__new__(cls)
         ModelAdapter.__init__(self, spec or ModelSpec(name=cls.registry_name or "hf"))

@@ -4,8 +4,8 @@
 several runs (searched recursively; ``samples/`` folders and hidden files are skipped).
 Every ``*.json`` found is recognised by its content:
 
-- ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.results.RunResults`);
-- ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.ranking`);
+- ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.schema.results.RunResults`);
+- ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.schema.ranking`);
 - ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file (:mod:`leaderboards.diagnostics`);
 - ``{"rows": [...]}`` from ``headscope bench hybrid --json`` (rows hold ``hybrid_ms``) or
   ``headscope bench ram --json`` (rows hold ``probe_peak_mb``); a top-level ``"bench"`` of
@@ -170,14 +170,14 @@ class Run:
     """One loaded run: its results and the settings its numbers depend on."""
 
     path: Path
-    results: Any  # harness.results.RunResults
+    results: Any  # harness.schema.results.RunResults
     model: str
     config: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class RankingFile:
-    """One loaded ranking (:class:`harness.ranking.Ranking`)."""
+    """One loaded ranking (:class:`harness.schema.ranking.Ranking`)."""
 
     path: Path
     ranking: Any
@@ -235,7 +235,7 @@ def _files(path: Path) -> list[Path]:
 
 def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
     if kind == "results":
-        from harness.results import RunResults
+        from harness.schema.results import RunResults
 
         res = RunResults.from_dict(doc, where=str(path))
         config = combine(model_settings(res.model), flatten(res.settings))
@@ -243,7 +243,7 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
         if res.status != "complete":
             sources.warnings.append(f"{path}: run status is {res.status!r} (numbers may change)")
     elif kind == "ranking":
-        from harness.ranking import Ranking, RankingFormatError
+        from harness.schema.ranking import Ranking, RankingFormatError
 
         try:
             ranking = Ranking.from_dict(doc)
@@ -268,7 +268,7 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
     Raises:
         FileNotFoundError: A path does not exist.
         MergeError: A file passed explicitly is not a headscope output, or nothing was found.
-        harness.results.ResultsError: A results file does not follow its schema.
+        harness.schema.results.ResultsError: A results file does not follow its schema.
     """
     sources = Sources()
     seen: set[Path] = set()

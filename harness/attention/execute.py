@@ -1,4 +1,4 @@
-"""Executes one decoder layer's :class:`~harness.dispatch_plan.LayerPlan` inside attention.
+"""Executes one decoder layer's :class:`~harness.attention.plan.LayerPlan` inside attention.
 
 Order of work: record (observes learned attention) → dense heads (HF's exact SDPA call when
 no head is windowed; else SDPA on the dense subset) → windowed head groups → ablations →
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.attention_window import (
+from harness.attention.window import (
     first_real,
     full_bool_mask,
     masked_softmax,
     window_attention_chunked,
     window_attention_reference,
 )
-from harness.dispatch_plan import HookContext, LayerPlan
+from harness.attention.plan import HookContext, LayerPlan
 
 if TYPE_CHECKING:
     import torch
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["run_layer_plan", "WINDOW_KERNELS"]
 
 WINDOW_KERNELS = {"chunked": window_attention_chunked, "reference": window_attention_reference}
-"""Window implementations selectable via ``harness.dispatch.set_window_kernel``."""
+"""Window implementations selectable via ``harness.attention.dispatch.set_window_kernel``."""
 
 
 def _per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
@@ -114,7 +114,7 @@ def run_layer_plan(
     """Attention for one layer under ``lp``; returns (B, S_q, H, D), None."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from harness.dispatch_record import record_attention
+    from harness.attention.record import record_attention
 
     batch, heads, q_len, dim = query.shape
     group = heads // key.shape[1]

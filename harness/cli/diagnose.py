@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.probes._cli import add_common_arguments
+from harness.cli._probe_args import add_common_arguments
 
 __all__ = ["add_arguments", "run"]
 
@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
     """Diagnose, write the files, print the table."""
     import sys
 
-    from harness.probes._cli import load_model, task_specs_from_args
-    from harness.probes.diagnose_report import run_diagnose, table
+    from harness.cli._probe_args import load_model, task_specs_from_args
+    from harness.probes.diagnose_run import run_diagnose, table
     from harness.probes.record import ProbeError
-    from harness.registry import INTERVENTIONS
-    from harness.task_api import TaskLoadError, build_task
+    from harness.api.registry import INTERVENTIONS
+    from harness.api.task import TaskLoadError, build_task
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:

@@ -1,7 +1,7 @@
 """``headscope bench hybrid|ram ...``: dispatches to the benchmark's own ``main(argv)``.
 
-``bench hybrid`` → :func:`harness.bench_hybrid.main`;
-``bench ram`` → :func:`harness.bench_ram.main`.
+``bench hybrid`` → :func:`harness.bench.hybrid.main`;
+``bench ram`` → :func:`harness.bench.ram_probe.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
 lists them). Light at import: argparse only.
 """
@@ -13,7 +13,7 @@ import importlib
 
 __all__ = ["BENCHES", "add_arguments", "run"]
 
-BENCHES = {"hybrid": "harness.bench_hybrid", "ram": "harness.bench_ram"}
+BENCHES = {"hybrid": "harness.bench.hybrid", "ram": "harness.bench.ram_probe"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,7 +3,7 @@
 A task is a class registered with ``@task("name")``. Its constructor takes the
 task's variant arguments as keyword-only parameters (``TaskSpec.args``); unknown
 arguments are rejected by :func:`build_task` with a clear message. A task turns
-its samples into :class:`~harness.payloads.Request` objects, scores generations,
+its samples into :class:`~harness.api.payloads.Request` objects, scores generations,
 aggregates per-sample scores into metrics, and (for grounded tasks) exposes the
 ground-truth evidence used by RAM.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.payloads import Box, Evidence, Generation, Request
+from harness.api.payloads import Box, Evidence, Generation, Request
 
 __all__ = [
     "MetricDef",
@@ -160,10 +160,10 @@ def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
     """Instantiate a registered task with validated variant arguments.
 
     Raises:
-        harness.registry.UnknownNameError: unknown task name (with suggestions).
+        harness.api.registry.UnknownNameError: unknown task name (with suggestions).
         ValueError: an argument the task does not take.
     """
-    from harness.registry import TASKS
+    from harness.api.registry import TASKS
 
     cls = TASKS.get(name)
     args = dict(args or {})

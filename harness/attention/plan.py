@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.heads import Geometry, Head
+from harness.api.heads import Geometry, Head
 
 if TYPE_CHECKING:
     import torch
 
-    from harness.dispatch_record import AttentionRecorder
+    from harness.attention.record import AttentionRecorder
 
 __all__ = [
     "ABLATION_MODES",
@@ -155,7 +155,7 @@ class RecordSpec:
     """Record per-head attention mass of given query rows on given key columns (RAM).
 
     Attributes:
-        recorder: Where results go (see :class:`harness.dispatch_record.AttentionRecorder`).
+        recorder: Where results go (see :class:`harness.attention.record.AttentionRecorder`).
         query_mask: (B, S) bool over absolute positions: the query rows.
         key_mask: (B, S) bool over absolute positions: the key columns (e.g. evidence tokens).
         keep_rows: Also store each recorded row's full distribution (B, H, n_q, S_kv).

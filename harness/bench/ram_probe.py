@@ -1,12 +1,12 @@
 """``headscope bench ram``: memory and time of the RAM probe against eager ``output_attentions``.
 
 A random-weight decoder (transformers' Qwen2 / Qwen3 text model) with a real model's layer
-geometry (presets of :mod:`harness.bench_hybrid`) and ``--layers`` layers runs a prefill of
+geometry (presets of :mod:`harness.bench.hybrid`) and ``--layers`` layers runs a prefill of
 ``length`` random tokens. Both methods compute, per head, the mean over the last
 ``--query-tokens`` rows of the attention mass on ``--evidence-tokens`` columns (a block at
 ``length // 4``):
 
-- ``probe``: the headscope dispatch with a :class:`~harness.dispatch_plan.RecordSpec` (logits
+- ``probe``: the headscope dispatch with a :class:`~harness.attention.plan.RecordSpec` (logits
   for the query rows only, ``(1, H, n_q, S)`` per layer) on top of HF's sdpa;
 - ``eager``: ``attn_implementation="eager"`` with ``output_attentions=True`` (``S × S`` per head
   and layer), then the same reduction on the returned probabilities.
@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.bench_ram_worker import MARK
+from harness.bench.ram_probe_worker import MARK
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]
 
@@ -47,7 +47,7 @@ def estimate_eager_gb(length: int, heads: int, layers: int) -> float:
 def _spawn(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "harness.bench_ram_worker", json.dumps(cfg)]
+    cmd = [sys.executable, "-m", "harness.bench.ram_probe_worker", json.dumps(cfg)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -83,7 +83,7 @@ def run_bench(
     = eager/probe); ``details`` hold per length the baseline peak, eager status and estimate,
     and ``ram_max_abs_diff`` between the two methods.
     """
-    from harness.bench_hybrid import PRESETS
+    from harness.bench.hybrid import PRESETS
 
     geo = PRESETS[preset]["geometry"]
     base = {"preset": preset, "layers": layers, "query_tokens": query_tokens, "seed": seed,
@@ -147,7 +147,7 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: ``headscope bench ram [options]``; prints a table or ``--json``."""
-    from harness.bench_hybrid import PRESETS
+    from harness.bench.hybrid import PRESETS
 
     p = argparse.ArgumentParser(prog="headscope bench ram", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

@@ -3,7 +3,7 @@
 Document tasks (MMLongBench-Doc) render pages to PIL images here and nowhere else, so the
 backend can change without touching a task. PyMuPDF is imported on first use; when it is
 missing the error says how to install it. A missing or unreadable file, or a page outside
-the document, raises :class:`~harness.task_api.SampleError` naming the file, which the
+the document, raises :class:`~harness.api.task.SampleError` naming the file, which the
 evaluator reports (or counts and skips with ``--skip-bad-docs``).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.task_api import SampleError
+from harness.api.task import SampleError
 
 __all__ = ["render_pages", "page_count", "INSTALL_HINT"]
 

@@ -1,7 +1,7 @@
 """The single ``headscope`` attention function for the text decoder, and plan installation.
 
 One registered function serves every intervention and probe (attention.md): it reads the
-:class:`~harness.dispatch_plan.LayerPlan` installed on each decoder attention module by
+:class:`~harness.attention.plan.LayerPlan` installed on each decoder attention module by
 :func:`plan_scope`. Layers without a plan — and modules that are not causal decoder layers
 (vision towers) — go through HF's own ``sdpa_attention_forward`` unchanged, so an empty plan
 is bit-identical to ``attn_implementation="sdpa"``.
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from harness.dispatch_plan import (
+from harness.attention.plan import (
     Ablation,
     HookContext,
     LayerPlan,
@@ -33,8 +33,8 @@ from harness.dispatch_plan import (
     Window,
     merge_plans,
 )
-from harness.dispatch_record import AttentionRecorder, StateCapture, capture_states
-from harness.heads import Geometry
+from harness.attention.record import AttentionRecorder, StateCapture, capture_states
+from harness.api.heads import Geometry
 
 if TYPE_CHECKING:
     import torch
@@ -102,7 +102,7 @@ def headscope_attention(
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
-    from harness.dispatch_exec import run_layer_plan
+    from harness.attention.execute import run_layer_plan
 
     return run_layer_plan(
         module,
@@ -136,7 +136,7 @@ def ensure_registered() -> None:
 
 def set_window_kernel(name: str) -> None:
     """Select the window implementation: ``chunked`` (fast, default) or ``reference``."""
-    from harness.dispatch_exec import WINDOW_KERNELS
+    from harness.attention.execute import WINDOW_KERNELS
 
     if name not in WINDOW_KERNELS:
         raise ValueError(f"unknown window kernel {name!r} (known: {sorted(WINDOW_KERNELS)})")
