@@ -1,46 +1,59 @@
-"""headscope's engine.
+"""headscope's engine: contracts, the attention dispatch, adapters, probes, benches, run engine.
 
-Registry, typed specs and results, model adapters, attention dispatch, token-span
-mapping, metrics, evaluator and CLI.
-
-Importing this package does no heavy work: torch, transformers and media
-decoders load lazily inside the functions that need them.
+The tree shows the architecture, bottom up: ``api/`` (the contracts every plug-in implements),
+``attention/`` (the one registered attention function), ``models/``, ``media/``, ``metrics/``,
+``schema/`` (the files later stages read), ``probes/`` and ``bench/``, ``run/`` (evaluator and
+main job), ``cli/``. The public API is re-exported here lazily: ``import harness`` imports no
+torch, transformers or media decoders, and no submodule until one of its names is used.
 """
 
-from harness.api.heads import Geometry, Head
-from harness.api.payloads import (
-    Box,
-    BoxEvidence,
-    Generation,
-    PageEvidence,
-    Request,
-    TubeEvidence,
-    Video,
-)
-from harness.api.registry import INTERVENTIONS, MODEL_FAMILIES, TASKS, intervention, model_family, task
-from harness.api.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Box",
-    "BoxEvidence",
-    "Generation",
-    "Geometry",
-    "Head",
-    "INTERVENTIONS",
-    "InterventionSpec",
-    "MODEL_FAMILIES",
-    "ModelSpec",
-    "PageEvidence",
-    "Request",
-    "RunSpec",
-    "TASKS",
-    "TaskSpec",
-    "TubeEvidence",
-    "Video",
-    "__version__",
-    "intervention",
-    "model_family",
-    "task",
-]
+# Public name -> module that defines it (resolved on first attribute access).
+_EXPORTS: dict[str, str] = {
+    "Box": "harness.api.payloads",
+    "BoxEvidence": "harness.api.payloads",
+    "Generation": "harness.api.payloads",
+    "PageEvidence": "harness.api.payloads",
+    "Request": "harness.api.payloads",
+    "TubeEvidence": "harness.api.payloads",
+    "Video": "harness.api.payloads",
+    "Geometry": "harness.api.heads",
+    "Head": "harness.api.heads",
+    "INTERVENTIONS": "harness.api.registry",
+    "MODEL_FAMILIES": "harness.api.registry",
+    "TASKS": "harness.api.registry",
+    "intervention": "harness.api.registry",
+    "model_family": "harness.api.registry",
+    "task": "harness.api.registry",
+    "InterventionSpec": "harness.api.specs",
+    "ModelSpec": "harness.api.specs",
+    "RunSpec": "harness.api.specs",
+    "TaskSpec": "harness.api.specs",
+    "Task": "harness.api.task",
+    "Intervention": "harness.api.intervention",
+    "ModelAdapter": "harness.api.model",
+    "load_adapter": "harness.api.model",
+    "HFAdapter": "harness.models.hf",
+    "run_grid": "harness.run.evaluator",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

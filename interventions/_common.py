@@ -1,8 +1,8 @@
 """Shared machinery of the interventions: plan installation, layer specs, per-forward taps.
 
 Every attention intervention installs its effects through the single headscope dispatch
-(:mod:`harness.attention.dispatch`): :func:`installed` merges the intervention's plan into the plan that
-is already active (so nested ``attach`` contexts compose) and raises
+(:mod:`harness.attention.dispatch`): :func:`installed` merges the intervention's plan into the
+plan that is already active (so nested ``attach`` contexts compose) and raises
 :class:`InterventionConflictError` when two interventions write the same head.
 
 :class:`ForwardTap` follows the model's top-level forwards (prefill and decode steps of
@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.attention.plan import PlanConflictError
 from harness.api.intervention import InterventionError
+from harness.attention.plan import PlanConflictError
 
 if TYPE_CHECKING:
     from harness.attention.plan import Plan

@@ -38,7 +38,7 @@ def compute_head_means(model: Any, batches: Iterable[dict[str, Any]]) -> torch.T
     """
     import torch
 
-    from harness.attention.dispatch import decoder_layers, geometry_of
+    from harness.api.anatomy import decoder_layers, geometry_of
 
     g = geometry_of(model)
     sums = torch.zeros(g.num_layers, g.num_heads, g.head_dim, dtype=torch.float64)

@@ -54,7 +54,7 @@ class NoiseDelta(Intervention):
         Yields:
             ``{"name", "layers", "seed", "stats"}`` (``stats`` names how mean/std are matched).
         """
-        from harness.attention.dispatch import decoder_layers
+        from harness.api.anatomy import decoder_layers
 
         model = adapter.model
         blocks = decoder_layers(model)

@@ -56,7 +56,7 @@ class NoiseQKV(Intervention):
         """
         import torch
 
-        from harness.attention.dispatch import decoder_layers
+        from harness.api.anatomy import decoder_layers
 
         blocks = decoder_layers(adapter.model)
         layers = parse_layers(self.layers, len(blocks), "noise_qkv")

@@ -97,8 +97,9 @@ class SAP(Intervention):
         """
         import torch
 
-        from harness.attention.dispatch import Plan, decoder_layers, plan_scope
+        from harness.api.anatomy import decoder_layers
         from harness.api.heads import Head
+        from harness.attention.dispatch import Plan, plan_scope
         from interventions import _priors
 
         model = adapter.model

@@ -21,7 +21,8 @@ from leaderboards.diagnostics import (
     parse_diagnostics,
 )
 from leaderboards.formatting import DECIMALS, FORMATS, Column, Table, format_value, render
-from leaderboards.sources import MergeError, Sources, load_sources
+from leaderboards.settings import MergeError
+from leaderboards.sources import Sources, load_sources
 from leaderboards.spearman import spearman_table, universal_table
 from leaderboards.speedup import memory_table, speedup_table
 

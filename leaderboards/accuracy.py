@@ -34,7 +34,8 @@ from leaderboards.cells import (
 )
 from leaderboards.formatting import Column, Table, decimal_diff
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
-from leaderboards.sources import Run, config_key, settings_note, settings_row, split_settings
+from leaderboards.settings import config_key, settings_note, settings_row, split_settings
+from leaderboards.sources import Run
 
 __all__ = [
     "Cell",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboards.labels import model_display
-from leaderboards.sources import MergeError, combine, flatten, model_label, model_settings
+from leaderboards.settings import MergeError, combine, flatten, model_label, model_settings
 
 __all__ = [
     "BenchFile",

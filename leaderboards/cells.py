@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboards.labels import intervention_label, path_args, short_paths
-from leaderboards.sources import (
+from leaderboards.settings import (
     MergeError,
-    Run,
     check_unique,
     combine,
     config_key,
     flatten,
     split_settings,
 )
+from leaderboards.sources import Run
 
 __all__ = [
     "Cell",

@@ -37,7 +37,7 @@ from typing import Any
 
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_display, model_names
-from leaderboards.sources import (
+from leaderboards.settings import (
     MergeError,
     check_unique,
     combine,

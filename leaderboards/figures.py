@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from leaderboards.labels import arg_text, file_stem, model_names, unique_names
-from leaderboards.sources import Sources, config_key, split_settings
+from leaderboards.settings import config_key, split_settings
+from leaderboards.sources import Sources
 
 __all__ = ["PLOT_HINT", "PlotUnavailableError", "matplotlib_available", "write_figures"]
 

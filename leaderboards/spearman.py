@@ -16,14 +16,14 @@ from itertools import combinations
 
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
-from leaderboards.sources import (
-    RankingFile,
+from leaderboards.settings import (
     check_unique,
     config_key,
     settings_note,
     settings_row,
     split_settings,
 )
+from leaderboards.sources import RankingFile
 
 __all__ = ["spearman_table", "universal_table", "unique_rankings", "ranking_model_names"]
 

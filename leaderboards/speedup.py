@@ -17,14 +17,14 @@ from leaderboards.bench import HYBRID_COLUMNS, RAM_COLUMNS, BenchFile, parse_ben
 from leaderboards.cells import Cell, collect_cells, is_baseline, primary_metric
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, unique_names
-from leaderboards.sources import (
-    Run,
+from leaderboards.settings import (
     check_unique,
     config_key,
     settings_note,
     settings_row,
     split_settings,
 )
+from leaderboards.sources import Run
 
 __all__ = [
     "BenchFile",

@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.toy.training.batches import prompt_of  # noqa: E402
 from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, box_cell, generate_samples  # noqa: E402
+from harness.toy.training.batches import prompt_of  # noqa: E402
 
 DOCS = ("mmlongbench", "mmdocir")
 _NUM = re.compile(r"\d+(?:\.\d+)?")

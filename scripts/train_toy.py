@@ -29,8 +29,9 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.toy.training.batches import collate  # noqa: E402
 from harness.toy.builders import ALL_TYPES  # noqa: E402
+from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
+from harness.toy.training.batches import collate  # noqa: E402
 from harness.toy.training.head_losses import (  # noqa: E402
     add_head_dropout,
     evidence_attention_loss,
@@ -44,7 +45,6 @@ from harness.toy.training.probe_losses import (  # noqa: E402
     image_index_loss,
     probe_width,
 )
-from harness.toy.scenes import GRID, KINDS, generate_sample  # noqa: E402
 from harness.toy.vocab import build_processor, build_tokenizer, build_vocab  # noqa: E402
 
 

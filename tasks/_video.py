@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.media.video import VideoFinder, sample_frames
 from harness.api.payloads import Generation, Request, Video
 from harness.api.task import MetricValue, ScoringContext, Task, mean_stderr
+from harness.media.video import VideoFinder, sample_frames
 from tasks._common import RowSource, parse_choice
 
 __all__ = ["LETTERS", "VideoChoiceTask", "accuracy", "group_accuracy"]

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.media.video import frame_positions_in_span
 from harness.api.payloads import Box, EvidenceError
 from harness.api.task import SampleError
+from harness.media.video import frame_positions_in_span
 from tasks._common import require
 
 __all__ = [

@@ -36,7 +36,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.media.video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
 from harness.api.payloads import EvidenceError, Generation, Request, TubeEvidence, Video
 from harness.api.registry import task
 from harness.api.task import (
@@ -48,6 +47,7 @@ from harness.api.task import (
     TaskLoadError,
     mean_stderr,
 )
+from harness.media.video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
 from tasks._common import require
 from tasks._vidstg_data import (
     SENTENCE_TYPES,

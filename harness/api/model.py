@@ -108,7 +108,7 @@ class ModelAdapter:
     @property
     def geometry(self) -> Geometry:
         """Text-decoder geometry (layers, heads, KV heads, head_dim, hidden)."""
-        from harness.attention.dispatch import geometry_of
+        from harness.api.anatomy import geometry_of
 
         return geometry_of(self.model)
 

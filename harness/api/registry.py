@@ -56,7 +56,6 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
         self._discovered = False
-        self._frozen = False
 
     # -- registration -------------------------------------------------------------
     def register(self, name: str) -> Callable[[T], T]:
@@ -65,8 +64,6 @@ class Registry(Generic[T]):
             raise RegistryError(f"invalid {self.kind} name {name!r}")
 
         def decorate(obj: T) -> T:
-            if self._frozen:
-                raise RegistryError(f"{self.kind} registry is frozen; cannot add {name!r}")
             origin = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
             if name in self._entries and self._origins[name] != origin:
                 raise RegistryError(
@@ -82,10 +79,6 @@ class Registry(Generic[T]):
             return obj
 
         return decorate
-
-    def freeze(self) -> None:
-        """Refuse further registrations (useful once a run has started)."""
-        self._frozen = True
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "check_task_args",
     "SpecError",
     "ModelSpec",
     "TaskSpec",
@@ -284,3 +285,13 @@ def parse_task(text: str) -> TaskSpec:
     if not text:
         raise SpecError("empty task name")
     return TaskSpec(name=text)
+
+
+def check_task_args(task_args: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Validate ``--task-args``: a JSON object mapping task names (of this run) to objects."""
+    if not isinstance(task_args, dict) or not all(isinstance(v, dict) for v in task_args.values()):
+        raise SpecError('--task-args must be a JSON object like {"task": {"arg": value}}')
+    unknown = sorted(set(task_args) - set(names))
+    if unknown:
+        raise SpecError(f"--task-args names task(s) {unknown} that are not in --tasks {names}")
+    return task_args

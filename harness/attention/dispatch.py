@@ -21,8 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from harness.api.anatomy import decoder_layers, geometry_of, text_config
 from harness.attention.plan import (
     Ablation,
+    AttentionRecorder,
     HookContext,
     LayerPlan,
     OutputHook,
@@ -33,8 +35,6 @@ from harness.attention.plan import (
     Window,
     merge_plans,
 )
-from harness.attention.record import AttentionRecorder, StateCapture, capture_states
-from harness.api.heads import Geometry
 
 if TYPE_CHECKING:
     import torch
@@ -49,14 +49,10 @@ __all__ = [
     "Plan",
     "PlanConflictError",
     "RecordSpec",
-    "StateCapture",
     "VisualPrior",
     "Window",
-    "capture_states",
     "current_plan",
-    "decoder_layers",
     "ensure_registered",
-    "geometry_of",
     "headscope_attention",
     "merge_plans",
     "plan_scope",
@@ -143,11 +139,6 @@ def set_window_kernel(name: str) -> None:
     _state["window_kernel"] = name
 
 
-def _text_config(model: Any) -> Any:
-    config = model.config
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
 def use_dispatch(model: Any) -> Any:
     """Route the text decoder's attention through ``headscope``; other towers keep theirs.
 
@@ -165,37 +156,9 @@ def use_dispatch(model: Any) -> Any:
         model.set_attn_implementation(impl)
     else:
         model.set_attn_implementation(ATTN_NAME)
-    if _text_config(model)._attn_implementation != ATTN_NAME:
+    if text_config(model)._attn_implementation != ATTN_NAME:
         raise RuntimeError(f"could not switch {type(model).__name__}'s text decoder to headscope")
     return model
-
-
-def decoder_layers(model: Any) -> Any:
-    """The text decoder's layer list (``model.model.language_model.layers`` for the VLMs)."""
-    for path in ("model.language_model.layers", "language_model.layers", "model.layers", "layers"):
-        obj = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if obj is not None:
-            return obj
-    raise ValueError(f"cannot find decoder layers in {type(model).__name__}")
-
-
-def geometry_of(model: Any) -> Geometry:
-    """Text-decoder geometry from the model's (text) config."""
-    cfg = _text_config(model)
-    heads = cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    return Geometry(
-        num_layers=cfg.num_hidden_layers,
-        num_heads=heads,
-        num_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
-        head_dim=head_dim,
-        hidden_size=cfg.hidden_size,
-        intermediate_size=getattr(cfg, "intermediate_size", 0) or 0,
-    )
 
 
 def current_plan(model: Any) -> Plan | None:
@@ -213,7 +176,7 @@ def plan_scope(model: Any, plan: Plan) -> Iterator[Plan]:
         RuntimeError: if the text decoder does not use the ``headscope`` function (the plan
             would be silently ignored); call :func:`use_dispatch` first.
     """
-    if _text_config(model)._attn_implementation != ATTN_NAME:
+    if text_config(model)._attn_implementation != ATTN_NAME:
         raise RuntimeError("the text decoder is not on 'headscope'; call use_dispatch(model)")
     plan.validate(geometry_of(model))
     attns = [layer.self_attn for layer in decoder_layers(model)]

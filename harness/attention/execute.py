@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harness.attention.plan import HookContext, LayerPlan
 from harness.attention.window import (
     first_real,
     full_bool_mask,
@@ -17,7 +18,6 @@ from harness.attention.window import (
     window_attention_chunked,
     window_attention_reference,
 )
-from harness.attention.plan import HookContext, LayerPlan
 
 if TYPE_CHECKING:
     import torch

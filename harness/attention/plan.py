@@ -22,10 +22,9 @@ from harness.api.heads import Geometry, Head
 if TYPE_CHECKING:
     import torch
 
-    from harness.attention.record import AttentionRecorder
-
 __all__ = [
     "ABLATION_MODES",
+    "AttentionRecorder",
     "Ablation",
     "Window",
     "VisualPrior",
@@ -39,6 +38,43 @@ __all__ = [
 ]
 
 ABLATION_MODES = ("zero", "mean", "uniform", "bos")
+
+
+class AttentionRecorder:
+    """Per-layer results of a :class:`~harness.attention.plan.RecordSpec` (float32, CPU).
+
+    Attributes:
+        mass: layer → (B, H) mean over the query rows of the attention mass on the key columns.
+        rows: layer → (B, H, n_q, S_kv) full row distributions (only with ``keep_rows``);
+            rows beyond a sample's own query count are zero.
+        row_positions: layer → (B, n_q) absolute query positions (−1 = padding entry).
+        calls: Number of layer calls recorded.
+    """
+
+    def __init__(self) -> None:
+        self.mass: dict[int, torch.Tensor] = {}
+        self.rows: dict[int, torch.Tensor] = {}
+        self.row_positions: dict[int, torch.Tensor] = {}
+        self.calls = 0
+
+    def clear(self) -> None:
+        """Forget everything recorded."""
+        self.mass.clear()
+        self.rows.clear()
+        self.row_positions.clear()
+        self.calls = 0
+
+    def matrix(self, num_layers: int) -> torch.Tensor:
+        """(B, L, H) stacked masses; layers never recorded are NaN."""
+        import torch
+
+        if not self.mass:
+            raise ValueError("nothing recorded")
+        ref = next(iter(self.mass.values()))
+        out = torch.full((ref.shape[0], num_layers, ref.shape[1]), float("nan"))
+        for layer, value in self.mass.items():
+            out[:, layer] = value
+        return out
 
 
 class PlanConflictError(ValueError):

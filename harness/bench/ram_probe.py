@@ -83,7 +83,7 @@ def run_bench(
     = eager/probe); ``details`` hold per length the baseline peak, eager status and estimate,
     and ``ram_max_abs_diff`` between the two methods.
     """
-    from harness.bench.hybrid import PRESETS
+    from harness.bench.decoders import PRESETS
 
     geo = PRESETS[preset]["geometry"]
     base = {"preset": preset, "layers": layers, "query_tokens": query_tokens, "seed": seed,
@@ -147,7 +147,7 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: ``headscope bench ram [options]``; prints a table or ``--json``."""
-    from harness.bench.hybrid import PRESETS
+    from harness.bench.decoders import PRESETS
 
     p = argparse.ArgumentParser(prog="headscope bench ram", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

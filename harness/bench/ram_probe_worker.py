@@ -1,4 +1,6 @@
-"""Worker process of ``headscope bench ram``: one measurement per process (see bench_ram).
+"""Worker process of ``headscope bench ram``: one measurement per process.
+
+Launched by :mod:`harness.bench.ram_probe` as ``python -m harness.bench.ram_probe_worker``.
 
 Run as ``python -m harness.bench.ram_probe_worker '<json config>'``; prints one line
 ``HEADSCOPE_BENCH_RAM {"ms", "ram", "peak_mb", "before_mb"}``.
@@ -20,7 +22,7 @@ MARK = "HEADSCOPE_BENCH_RAM "
 def _build(preset: str, layers: int, dtype: str, seed: int, impl: str) -> Any:
     import torch
 
-    from harness.bench.hybrid import PRESETS, build_random_decoder
+    from harness.bench.decoders import PRESETS, build_random_decoder
 
     arch, geo = PRESETS[preset]["arch"], PRESETS[preset]["geometry"]
     return build_random_decoder(arch, geo, layers, getattr(torch, dtype), seed, attn=impl)

@@ -10,9 +10,13 @@ __all__ = ["add_common_arguments", "model_spec_from_args", "task_specs_from_args
 
 
 def add_common_arguments(
-    parser: argparse.ArgumentParser, default_tasks: str, default_output: str
+    parser: argparse.ArgumentParser, default_tasks: str | None, default_output: str
 ) -> None:
-    """``--model``, ``--model-args``, ``--tasks``, ``--limit``, ``--seed``, ``--output``..."""
+    """``--model``, ``--model-args``, ``--tasks``, ``--limit``, ``--seed``, ``--output``...
+
+    ``default_tasks`` None means the grounded mini tasks (resolved from the task registry
+    when the command runs, so the list is never written out here).
+    """
     parser.add_argument("--model", default=None, help="model family (default: toy)")
     parser.add_argument(
         "--model-args",
@@ -24,7 +28,9 @@ def add_common_arguments(
     parser.add_argument(
         "--tasks",
         default=default_tasks,
-        help=f"comma-separated task names or JSON task objects (default: {default_tasks})",
+        help="comma-separated task names or JSON task objects (default: "
+        + (default_tasks or "the grounded mini tasks")
+        + ")",
     )
     parser.add_argument("--limit", type=int, default=None, help="samples per task")
     parser.add_argument("--seed", type=int, default=0, help="seed (bootstrap, generation)")
@@ -54,8 +60,14 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
 
     from harness.api.specs import SpecError, parse_task
 
+    text = args.tasks
+    if text is None:  # the grounded mini tasks, in the toy's order
+        from harness.api.registry import TASKS
+        from harness.run.main_job import mini_tasks
+
+        text = ",".join(n for n in mini_tasks() if TASKS.get(n).grounded)
     items, depth, current = [], 0, ""
-    for char in args.tasks or "":
+    for char in text:
         depth += char == "{"
         depth -= char == "}"
         if char == "," and depth == 0:
@@ -74,7 +86,7 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
 
 def load_model(args: argparse.Namespace) -> Any:
     """Validate the names, then load the adapter (the slow part comes last)."""
-    from harness.models import base
+    from harness.api import model as base
     from harness.api.registry import MODEL_FAMILIES
 
     spec = model_spec_from_args(args)

@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
     """Diagnose, write the files, print the table."""
     import sys
 
+    from harness.api.registry import INTERVENTIONS
+    from harness.api.task import TaskLoadError, build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.diagnose_run import run_diagnose, table
     from harness.probes.record import ProbeError
-    from harness.api.registry import INTERVENTIONS
-    from harness.api.task import TaskLoadError, build_task
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:

@@ -14,18 +14,15 @@ writes ``out/rank/ranking.json`` (read by ``ablate`` / ``hybrid`` via ``ranking=
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from harness.cli._probe_args import add_common_arguments
 
-__all__ = ["add_arguments", "run", "format_report"]
-
-_DEFAULT_TASKS = "refcocog_mini,vidstg_mini,mmlongbench_mini,mmdocir_mini"
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the ``rank`` flags."""
-    add_common_arguments(parser, _DEFAULT_TASKS, "headscope_rank")
+    add_common_arguments(parser, None, "headscope_rank")
     parser.add_argument(
         "--top-k",
         type=float,
@@ -39,10 +36,10 @@ def run(args: argparse.Namespace) -> int:
     """Probe, write the ranking and the cross-task report, print the summary."""
     import sys
 
-    from harness.cli._probe_args import load_model, task_specs_from_args
-    from harness.probes.rank import run_rank
-    from harness.probes.record import ProbeError
     from harness.api.task import TaskLoadError, build_task
+    from harness.cli._probe_args import load_model, task_specs_from_args
+    from harness.probes.rank import format_report, run_rank
+    from harness.probes.record import ProbeError
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
@@ -67,41 +64,3 @@ def run(args: argparse.Namespace) -> int:
     for path in report.files:
         print(f"wrote {path}")
     return 0
-
-
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
-def format_report(report: Any) -> str:
-    """Terminal summary: Spearman table, universal heads, layer distribution, skips."""
-    from tabulate import tabulate
-
-    cross = report.cross
-    names = cross["tasks"]
-    lookup = {}
-    for p in cross["spearman"]:
-        cell = f"{_fmt(p['rho'])} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
-        lookup[(p["a"], p["b"])] = lookup[(p["b"], p["a"])] = cell
-    rows = [[a, *("1" if a == b else lookup[(a, b)] for b in names)] for a in names]
-    parts = [
-        f"Spearman ρ of mean RAM [95% bootstrap CI] (n = {cross['n_samples']})",
-        tabulate(rows, headers=["", *names]) if len(names) > 1 else "(one task: no pairs)",
-        "",
-        f"universal heads (top-{cross['top_k']} = {cross['top_k_count']} heads in every task): "
-        + (", ".join(cross["universal_heads"]) or "none"),
-        "",
-        "layer distribution of the top heads:",
-        tabulate(
-            [[n, *counts] for n, counts in cross["layer_distribution"].items()],
-            headers=["", *(f"L{i}" for i in range(report.ranking.num_layers))],
-        ),
-    ]
-    skips = {n: len(v) for n, v in report.skipped.items() if v}
-    if skips:
-        parts += ["", "skipped samples: " + ", ".join(f"{n}: {k}" for n, k in skips.items())]
-        for name, rows_ in report.skipped.items():
-            reasons = sorted({r["reason"] for r in rows_})
-            if reasons:
-                parts.append(f"  {name}: " + "; ".join(reasons[:3]))
-    return "\n".join(parts)

@@ -28,6 +28,7 @@ from typing import Any
 from lmms_eval.api.instance import GenerationResult, Instance, TokenCounts
 from lmms_eval.api.model import lmms
 
+from harness.api.specs import SpecError
 from harness.lmms._convert import (
     budget_of,
     continuation_logprob,
@@ -37,7 +38,6 @@ from harness.lmms._convert import (
     timed_prefill,
     to_request,
 )
-from harness.api.specs import SpecError
 
 __all__ = ["HeadscopeLMM", "TIMING_LOG_ENV"]
 
@@ -93,10 +93,10 @@ class HeadscopeLMM(lmms):
         super().__init__()
         if unknown:
             raise SpecError(f"headscope model_args: unknown key(s) {sorted(unknown)}")
-        from harness.run.distributed import device_for_rank, shard_from_env
         from harness.api.intervention import build_intervention
         from harness.api.model import load_adapter
         from harness.api.specs import ModelSpec
+        from harness.run.distributed import device_for_rank, shard_from_env
 
         self.intervention_spec = intervention_spec(intervention, intervention_args)
         self._intervention = build_intervention(self.intervention_spec)  # fail before loading

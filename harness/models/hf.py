@@ -3,8 +3,8 @@
 :class:`HFAdapter` is a :class:`~harness.api.model.ModelAdapter` that wraps a HF model and
 processor: it loads both with ``from_pretrained`` (or wraps an already-built pair, for tests),
 switches the text decoder to headscope's attention dispatch, renders a
-:class:`~harness.api.payloads.Request` with the family's chat template, batches with left padding and
-generates greedily, decoding only the new tokens. A family subclass sets ``model_class`` and
+:class:`~harness.api.payloads.Request` with the family's chat template, batches with left padding
+and generates greedily, decoding only the new tokens. A family subclass sets ``model_class`` and
 ``default_pretrained`` and implements :meth:`~harness.api.model.ModelAdapter.token_spans`;
 it may override :meth:`HFAdapter.build_messages` and :meth:`HFAdapter.processor_kwargs`.
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.models._layout import FRAME, Layout, View
-from harness.models.llava import LlavaAdapter
 from harness.api.payloads import Request
 from harness.api.registry import model_family
+from harness.models._layout import FRAME, Layout, View
+from harness.models.llava import LlavaAdapter
 
 if TYPE_CHECKING:
     import numpy as np

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.models.hf import HFAdapter, instruction_positions
-from harness.models._layout import FRAME, Layout, View, select_tokens
 from harness.api.model import TokenSpans
 from harness.api.registry import model_family
+from harness.models._layout import FRAME, Layout, View, select_tokens
+from harness.models.hf import HFAdapter, instruction_positions
 
 if TYPE_CHECKING:
     from harness.api.payloads import Evidence, Request

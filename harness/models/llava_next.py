@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, ClassVar
 
+from harness.api.registry import model_family
 from harness.models._layout import Layout, View, bilinear_sources
 from harness.models.llava import LlavaAdapter
-from harness.api.registry import model_family
 
 if TYPE_CHECKING:
     import numpy as np

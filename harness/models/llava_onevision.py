@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from harness.api.payloads import Request
+from harness.api.registry import model_family
 from harness.models._layout import FRAME, NO_SOURCE, Layout, View, bilinear_sources
 from harness.models.llava import crop_view
 from harness.models.llava_next import LlavaNextAdapter
-from harness.api.payloads import Request
-from harness.api.registry import model_family
 
 __all__ = ["LlavaOnevisionAdapter"]
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.api.model import parse_box_text
-from harness.models.qwen2_vl import QwenVLAdapter
 from harness.api.payloads import Box, Request
 from harness.api.registry import model_family
+from harness.models.qwen2_vl import QwenVLAdapter
 
 __all__ = ["Qwen2_5_VLAdapter"]
 

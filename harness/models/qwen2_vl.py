@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from harness.models.hf import HFAdapter, instruction_positions, positions_of
 from harness.api.model import TokenSpans
 from harness.api.payloads import (
     Box,
@@ -33,6 +32,7 @@ from harness.api.payloads import (
     Video,
 )
 from harness.api.registry import model_family
+from harness.models.hf import HFAdapter, instruction_positions, positions_of
 
 __all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
 

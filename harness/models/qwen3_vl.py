@@ -18,8 +18,8 @@ reference.
 
 from __future__ import annotations
 
-from harness.models.qwen2_vl import QwenVLAdapter
 from harness.api.registry import model_family
+from harness.models.qwen2_vl import QwenVLAdapter
 
 __all__ = ["Qwen3VLAdapter"]
 

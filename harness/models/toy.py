@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from harness.models.llava import LlavaAdapter
 from harness.api.registry import model_family
+from harness.models.llava import LlavaAdapter
 
 __all__ = ["ToyAdapter", "TOY_DIR"]
 

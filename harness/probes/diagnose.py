@@ -1,6 +1,6 @@
 """``headscope diagnose``: representation geometry of attention and FFN updates (paper B).
 
-Per sample (batch 1, all tokens of the unpadded input), :func:`harness.attention.dispatch.capture_states`
+Per sample (batch 1, all tokens of the unpadded input), :func:`harness.probes.states.capture_states`
 records inside every decoder layer the block input ``X``, the post-attention state
 ``X + ΔX_attn`` (input of ``post_attention_layernorm``) and the block output — not
 ``hidden_states``, which differ for DeepStack models. For each layer and module (attention:
@@ -68,7 +68,7 @@ def rotary_identity(model: Any) -> Iterator[int]:
     Yields:
         The number of rotary modules patched (0: the decoder has no rotary module).
     """
-    from harness.attention.dispatch import decoder_layers
+    from harness.api.anatomy import decoder_layers
 
     layers = decoder_layers(model)
     owner = next((m for m in model.modules() if getattr(m, "layers", None) is layers), None)
@@ -95,7 +95,7 @@ def _run(model: Any, inputs: Any, stop_after: int | None = None) -> None:
     if stop_after is None:
         prefill(model, inputs)
         return
-    from harness.attention.dispatch import decoder_layers
+    from harness.api.anatomy import decoder_layers
 
     def stop(*_: Any) -> None:
         raise _Stop
@@ -140,12 +140,12 @@ def _attention_only(cap: Any, layer: int, energy: float) -> dict[str, dict[str, 
 
 def _baseline(adapter: Any, inputs: Any, name: str, layers_spec: str, seed: int, energy: float):
     """``{variant: {"RID": [per layer], "MixIG": [...]}}`` of the attention update under noise."""
-    from harness.attention.dispatch import capture_states, geometry_of
     from harness.api.intervention import build_intervention
     from harness.api.specs import InterventionSpec
+    from harness.probes.states import capture_states
 
     model = adapter.model
-    n_layers = geometry_of(model).num_layers
+    n_layers = adapter.geometry.num_layers
     runs = (
         [([layer], layer) for layer in range(n_layers)]
         if layers_spec == "each"
@@ -186,7 +186,7 @@ def diagnose_sample(
         "erope": {variant: f} | None, "key_region": {"ratio", "correct", "score", "metric"}
         | {"skipped": reason} | None}``.
     """
-    from harness.attention.dispatch import capture_states, geometry_of
+    from harness.probes.states import capture_states
 
     model = adapter.model
     request = task.request(doc)
@@ -232,7 +232,7 @@ def diagnose_sample(
     if recs is not None:
         from harness.metrics.ram import key_region_degree_ratio
 
-        m = masses_of(recs, geometry_of(model).num_layers)
+        m = masses_of(recs, adapter.geometry.num_layers)
         kr: dict[str, Any] = {"ratio": key_region_degree_ratio(m["evidence"], m["visual"])}
         if generate:
             kr.update(_correctness(adapter, task, doc, request, seed, threshold))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.api.task import SampleError, build_task
 from harness.probes.diagnose import (
     EROPE_METHOD,
     FIELDS,
@@ -23,7 +24,6 @@ from harness.probes.diagnose import (
     VARIANTS,
     diagnose_sample,
 )
-from harness.api.task import SampleError, build_task
 
 if TYPE_CHECKING:
     from harness.api.specs import TaskSpec

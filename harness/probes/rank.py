@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import EvidenceError
-from harness.probes.record import ProbeError, prepare_single, record_masses
 from harness.api.task import SampleError, build_task
+from harness.probes.record import ProbeError, prepare_single, record_masses
 
 if TYPE_CHECKING:
-    from harness.schema.ranking import Ranking
     from harness.api.specs import TaskSpec
+    from harness.schema.ranking import Ranking
 
 __all__ = [
-    "GROUNDED_MINI_TASKS",
+    "format_report",
     "TaskProbe",
     "RankReport",
     "probe_task",
@@ -43,7 +43,6 @@ __all__ = [
     "run_rank",
 ]
 
-GROUNDED_MINI_TASKS = ("refcocog_mini", "vidstg_mini", "mmlongbench_mini", "mmdocir_mini")
 PROBE_NOTE = "instruction rows → evidence columns; float32 softmax of recorded rows only"
 
 
@@ -121,9 +120,12 @@ def probe_task(adapter: Any, tspec: TaskSpec, *, progress: bool = True) -> TaskP
         out.values.append(mass["ev"])
         out.ids.append(str(doc.doc_id))
     if docs and no_evidence == len(docs):
+        from harness.api.registry import TASKS
+
+        grounded = [n for n in TASKS.names() if TASKS.get(n).grounded]
         raise ValueError(
             f"task {tspec.name!r} is not grounded (Task.evidence returned None); rank needs "
-            f"grounded tasks, e.g. {', '.join(GROUNDED_MINI_TASKS)}"
+            f"grounded tasks: {', '.join(grounded)}"
         )
     out.spec["n_skipped"] = len(out.skipped)
     return out
@@ -268,3 +270,41 @@ def run_rank(
     if plots:
         files += _heatmaps(ranking, out)
     return RankReport(ranking, cross, skipped, files)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def format_report(report: Any) -> str:
+    """Terminal summary: Spearman table, universal heads, layer distribution, skips."""
+    from tabulate import tabulate
+
+    cross = report.cross
+    names = cross["tasks"]
+    lookup = {}
+    for p in cross["spearman"]:
+        cell = f"{_fmt(p['rho'])} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
+        lookup[(p["a"], p["b"])] = lookup[(p["b"], p["a"])] = cell
+    rows = [[a, *("1" if a == b else lookup[(a, b)] for b in names)] for a in names]
+    parts = [
+        f"Spearman ρ of mean RAM [95% bootstrap CI] (n = {cross['n_samples']})",
+        tabulate(rows, headers=["", *names]) if len(names) > 1 else "(one task: no pairs)",
+        "",
+        f"universal heads (top-{cross['top_k']} = {cross['top_k_count']} heads in every task): "
+        + (", ".join(cross["universal_heads"]) or "none"),
+        "",
+        "layer distribution of the top heads:",
+        tabulate(
+            [[n, *counts] for n, counts in cross["layer_distribution"].items()],
+            headers=["", *(f"L{i}" for i in range(report.ranking.num_layers))],
+        ),
+    ]
+    skips = {n: len(v) for n, v in report.skipped.items() if v}
+    if skips:
+        parts += ["", "skipped samples: " + ", ".join(f"{n}: {k}" for n, k in skips.items())]
+        for name, rows_ in report.skipped.items():
+            reasons = sorted({r["reason"] for r in rows_})
+            if reasons:
+                parts.append(f"  {name}: " + "; ".join(reasons[:3]))
+    return "\n".join(parts)

@@ -81,13 +81,13 @@ def recording(
         Name → :class:`~harness.attention.record.AttentionRecorder`, filled by forwards run
         inside the block; read them with :func:`masses_of`.
     """
+    from harness.api.anatomy import geometry_of
     from harness.attention.dispatch import (
         AttentionRecorder,
         LayerPlan,
         Plan,
         RecordSpec,
         current_plan,
-        geometry_of,
         merge_plans,
         plan_scope,
     )
@@ -154,7 +154,7 @@ def record_masses(
     Returns:
         Name → ``[L, H]`` float64 array.
     """
-    from harness.attention.dispatch import geometry_of
+    from harness.api.anatomy import geometry_of
 
     length = int(inputs["input_ids"].shape[1])
     qmask, kmasks = span_masks(length, query, keys)

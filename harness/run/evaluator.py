@@ -18,6 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.api.specs import RunSpec, SpecError, TaskSpec
+from harness.api.task import SampleError, ScoringContext, Task, TaskLoadError, build_task
 from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
@@ -26,8 +28,6 @@ from harness.schema.results import (
     SampleLog,
     write_json_atomic,
 )
-from harness.api.specs import RunSpec, SpecError, TaskSpec
-from harness.api.task import SampleError, ScoringContext, Task, TaskLoadError, build_task
 
 __all__ = ["run_grid", "EvaluationError", "samples_filename"]
 
@@ -194,8 +194,8 @@ def run_grid(
         The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
         rank 0; None on other ranks.
     """
-    from harness.run import distributed as dist
     from harness.api.intervention import build_intervention
+    from harness.run import distributed as dist
     from harness.run.provenance import collect_provenance
 
     rank, world = shard or dist.shard_from_env()

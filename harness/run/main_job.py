@@ -27,13 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProtocolConfig", "main_job", "run_protocol", "MINI_TASKS", "GROUNDED_MINI_TASKS"]
+__all__ = ["ProtocolConfig", "mini_tasks", "run_protocol"]
 
-MINI_TASKS = (
-    "pope_mini", "refcocog_mini", "mmmu_mini", "vidstg_mini",
-    "mlvu_mini", "videomme_mini", "mmlongbench_mini", "mmdocir_mini",
-)  # fmt: skip
-GROUNDED_MINI_TASKS = ("refcocog_mini", "vidstg_mini", "mmlongbench_mini", "mmdocir_mini")
+
+def mini_tasks() -> tuple[str, ...]:
+    """The registered toy mini tasks, in the order of the toy's kinds (its builders).
+
+    Derived, not listed: a mini task is a registered task whose class names a toy ``kind``.
+    """
+    from harness.api.registry import TASKS
+    from harness.toy.scenes import KINDS
+
+    by_kind = {getattr(TASKS.get(n), "kind", None): n for n in TASKS.names()}
+    return tuple(by_kind[kind] for kind in KINDS if kind in by_kind)
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class ProtocolConfig:
         task_args: Per-task variant arguments (data paths of the real benchmarks...).
     """
 
-    tasks: tuple[str, ...] = MINI_TASKS
+    tasks: tuple[str, ...] = field(default_factory=mini_tasks)
     rank_tasks: tuple[str, ...] | None = None
     n_eval: int = 64
     n_rank: int = 64
@@ -88,6 +94,7 @@ def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
 
 
 def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
+    from harness.api.intervention import build_intervention
     from harness.api.specs import InterventionSpec
 
     specs = [InterventionSpec("none")]
@@ -95,10 +102,12 @@ def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
         for select in ("top", "bottom"):
             args = {"select": select, "k": k, "mode": "zero", "ranking": str(ranking)}
             specs.append(InterventionSpec("ablate", args))
-        for draw in range(cfg.random_draws):
-            args = {"select": "random", "k": k, "mode": "zero", "seed": cfg.seed,
-                    "draws": cfg.random_draws, "draw": draw}  # fmt: skip
-            specs.append(InterventionSpec("ablate", args))
+        # One spec per random draw, enumerated by the intervention itself.
+        draws = cfg.random_draws
+        args = {"select": "random", "k": k, "mode": "zero", "seed": cfg.seed, "draws": draws}
+        random_k = InterventionSpec("ablate", args)
+        for variant in build_intervention(random_k).draw_variants():
+            specs.append(InterventionSpec("ablate", {**random_k.args, "draw": variant.draw}))
     specs.append(InterventionSpec("sap", {**cfg.sap, "seed": cfg.seed}))
     for keep in cfg.hybrid_keep:
         args = {"keep": keep, "window": cfg.hybrid_window, "ranking": str(ranking)}
@@ -113,13 +122,12 @@ def _stage(title: str) -> float:
 
 def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> dict[str, Any]:
     """Run every stage of the main job; return the summary (also saved as summary.json)."""
-    from harness.run.evaluator import run_grid
     from harness.api.model import load_adapter
-    from harness.probes.rank import run_rank
-    from harness.cli.rank import format_report
     from harness.api.registry import TASKS
-    from harness.schema.results import write_json_atomic
     from harness.api.specs import RunSpec
+    from harness.probes.rank import format_report, run_rank
+    from harness.run.evaluator import run_grid
+    from harness.schema.results import write_json_atomic
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -268,34 +276,3 @@ def _print_summary(summary: dict[str, Any]) -> None:
               f"W={r['window']}: {r['speedup']:.2f}× (FLOP bound {r['bound']:.2f}×)")  # fmt: skip
     print(f"timings (s): {summary['timings_s']}")
     print(f"everything is in {summary['output']}/ (leaderboards/leaderboard.md first)")
-
-
-def main_job(args: argparse.Namespace) -> int:
-    """Entry from ``headscope run`` when no interventions/config are given."""
-    from harness.api.specs import ModelSpec, SpecError
-
-    model: dict[str, Any] = {"name": args.model or "toy"}
-    if args.model_args is not None:
-        if not isinstance(args.model_args, dict):
-            raise SpecError("--model-args must be a JSON object")
-        model.update(args.model_args)
-    model_spec = ModelSpec.from_dict(model, "--model-args")
-    kwargs: dict[str, Any] = {}
-    if args.tasks:
-        kwargs["tasks"] = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
-    if args.limit is not None:
-        kwargs.update(n_eval=args.limit, n_rank=args.limit)
-    if args.task_args is not None:
-        from harness.cli.main import check_task_args
-
-        names = list(kwargs.get("tasks", ProtocolConfig.tasks))
-        kwargs["task_args"] = check_task_args(args.task_args, names)
-    if args.seed is not None:
-        kwargs["seed"] = args.seed
-    if args.batch_size is not None:
-        kwargs["batch_size"] = args.batch_size
-    cfg = ProtocolConfig(**kwargs)
-    t0 = time.perf_counter()
-    run_protocol(model_spec, cfg, args.output or "headscope_out")
-    print(f"main job finished in {time.perf_counter() - t0:.0f} s")
-    return 0

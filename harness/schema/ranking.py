@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,21 +294,12 @@ def _task_from_dict(name: str, entry: dict) -> TaskRam:
 
 
 def save_ranking(path: str | os.PathLike, ranking: Ranking) -> Path:
-    """Validate and write ``ranking`` to ``path`` atomically; returns the path."""
+    """Validate and write ``ranking`` to ``path`` atomically (strict JSON); returns the path."""
+    from harness.schema.results import write_json_atomic
+
     ranking.validate()
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(ranking.to_dict(), allow_nan=False)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(target, ranking.to_dict(), indent=None, allow_nan=False)
     return target
 
 

@@ -36,15 +36,25 @@ class ResultsError(ValueError):
     """A results file that does not follow the schema."""
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` via a temp file in the same directory + rename."""
+def write_json_atomic(
+    path: str | Path, data: Any, *, indent: int | None = 2, allow_nan: bool = True
+) -> None:
+    """Write ``data`` as JSON to ``path`` via a temp file in the same directory + rename.
+
+    Args:
+        path: Target file; its parent directories are created.
+        data: JSON-serialisable data (arrays and paths are converted).
+        indent: ``json.dump`` indentation (None = one compact line).
+        allow_nan: False refuses NaN / Infinity (not valid JSON) with a ValueError.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False, default=_json_default)
-            fh.write("\n")
+            json.dump(data, fh, indent=indent, allow_nan=allow_nan, default=_json_default)
+            if indent is not None:
+                fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.testing.processor_parts import as_pil, byte_tokenizer, clip_stats, video_processor_base
+
 # --- LLaVA / LLaVA-NeXT / LLaVA-OneVision / InternVL (adapter helper for issue 3) -------------
 # Real processor classes with PIL image backends; offline byte-level tokenizers whose special
 # tokens sit at the ids harness.testing.tiny.special_token_ids gives the tiny models.
@@ -39,54 +41,6 @@ _CHATML_TEMPLATE = (
 )
 
 
-def byte_tokenizer(
-    vocab_size: int,
-    specials: dict[str, int],
-    *,
-    eos: str,
-    pad: str,
-    bos: str | None = None,
-    **named: str,
-) -> Any:
-    """An offline byte-level BPE tokenizer (no merges) with special tokens at fixed ids.
-
-    Every UTF-8 byte is one token, so any text round-trips exactly through encode/decode and
-    offsets are exact; unused ids are filled with ``<unusedN>`` tokens.
-
-    Args:
-        vocab_size: Total vocabulary size (the tiny model's).
-        specials: Special token text → id (ids ≥ 256, distinct).
-        eos: The end-of-sequence token text (one of ``specials``).
-        pad: The padding token text.
-        bos: The beginning-of-sequence token text, if the family uses one.
-        **named: Extra named special tokens (e.g. ``image_token="<image>"``), set as
-            ``extra_special_tokens`` so processors find ``tokenizer.image_token``.
-
-    Returns:
-        A ``PreTrainedTokenizerFast`` (left padding).
-    """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    vocab = {ch: i for i, ch in enumerate(alphabet)}
-    taken = set(specials.values())
-    if min(taken) < len(vocab) or max(taken) >= vocab_size or len(taken) != len(specials):
-        raise ValueError(f"special ids must be distinct and in [{len(vocab)}, {vocab_size})")
-    vocab.update({f"<unused{i}>": i for i in range(len(vocab), vocab_size) if i not in taken})
-    vocab.update(specials)
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    kwargs = {"eos_token": eos, "pad_token": pad, "padding_side": "left"}
-    if bos is not None:
-        kwargs["bos_token"] = bos
-    if named:
-        kwargs["extra_special_tokens"] = dict(named)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
-
-
 def _with_pil_video(cls: type) -> type:
     """``cls`` accepting a :func:`pil_video_processor` (HF's class check needs torchvision)."""
 
@@ -110,12 +64,12 @@ def pil_video_processor(size: int) -> Any:
     from transformers.image_processing_utils import BatchFeature
     from transformers.video_utils import make_batched_videos
 
-    mean, std = (np.array(x, np.float32)[:, None, None] for x in _clip_stats())
+    mean, std = (np.array(x, np.float32)[:, None, None] for x in clip_stats())
 
     def preprocess(self: Any, videos: Any, **kwargs: Any) -> Any:
         out = []
         for video in make_batched_videos(videos):
-            frames = [_as_pil(f).resize((size, size), Image.BICUBIC) for f in video]
+            frames = [as_pil(f).resize((size, size), Image.BICUBIC) for f in video]
             arr = np.stack([np.asarray(f, np.float32).transpose(2, 0, 1) for f in frames])
             out.append((arr / 255.0 - mean) / std)
         if len({len(v) for v in out}) > 1:
@@ -128,7 +82,7 @@ def pil_video_processor(size: int) -> Any:
         "model_input_names": ["pixel_values_videos"],
         "size": {"height": size, "width": size},
     }
-    return type("PilVideoProcessor", (_video_processor_base(),), attrs)()
+    return type("PilVideoProcessor", (video_processor_base(),), attrs)()
 
 
 def _llava_tokenizer(family: str, vocab_size: int, chatml: bool) -> Any:
@@ -267,38 +221,3 @@ def tiny_internvl_processor(vocab_size: int = 512) -> Any:
         image_seq_length=16,
         chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<IMG_CONTEXT>\n' }}"),
     )
-
-
-def _video_processor_base() -> type:
-    from transformers.video_processing_utils import VideoProcessorMixin
-
-    return VideoProcessorMixin
-
-
-def _as_pil(frame: Any) -> Any:
-    """A frame as a PIL RGB image (HF's batching may have turned it into an HWC/CHW array)."""
-    import numpy as np
-    from PIL import Image
-
-    if isinstance(frame, Image.Image):
-        return frame.convert("RGB")
-    arr = np.asarray(frame)
-    if arr.ndim == 3 and arr.shape[0] in (1, 3) and arr.shape[-1] not in (1, 3):
-        arr = arr.transpose(1, 2, 0)
-    return Image.fromarray(arr.astype(np.uint8)).convert("RGB")
-
-
-def _clip_stats() -> tuple[tuple[float, ...], tuple[float, ...]]:
-    from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
-
-    return tuple(OPENAI_CLIP_MEAN), tuple(OPENAI_CLIP_STD)
-
-
-def __getattr__(name: str) -> Any:
-    # The Qwen builders live in tiny_processors_qwen (kept under the module size cap);
-    # resolved lazily to avoid a circular import (that module imports byte_tokenizer from here).
-    if name in {"tiny_qwen_processor", "PilQwenVideoProcessor", "QWEN_TINY_PIXELS"}:
-        from harness.testing import tiny_processors_qwen
-
-        return getattr(tiny_processors_qwen, name)
-    raise AttributeError(name)

@@ -1,18 +1,13 @@
 """Tiny offline Qwen2-VL / Qwen2.5-VL / Qwen3-VL processors for CPU tests.
 
-Split from :mod:`harness.testing.tiny_processors` (which re-exports these names).
+The LLaVA-family and InternVL processors are in :mod:`harness.testing.tiny_processors`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.testing.tiny_processors import (
-    _as_pil,
-    _clip_stats,
-    _video_processor_base,
-    byte_tokenizer,
-)
+from harness.testing.processor_parts import as_pil, byte_tokenizer, clip_stats, video_processor_base
 
 # --- Qwen2-VL / Qwen2.5-VL / Qwen3-VL (adapter helper for issue 3, Qwen part) -----------------
 # Real Qwen processor classes with the PIL image processor and small pixel budgets. The HF
@@ -58,7 +53,7 @@ class PilQwenVideoProcessor:
 
         qwen3 = family == "qwen3_vl"
         patch = 16 if qwen3 else 14
-        mean, std = ((0.5,) * 3, (0.5,) * 3) if qwen3 else _clip_stats()
+        mean, std = ((0.5,) * 3, (0.5,) * 3) if qwen3 else clip_stats()
 
         def resized(t: int, h: int, w: int) -> tuple[int, int]:
             if qwen3:
@@ -74,7 +69,7 @@ class PilQwenVideoProcessor:
             metadata = make_batched_metadata(videos, kwargs.get("video_metadata"))
             flat, grids = [], []
             for video in videos:
-                frames = [_as_pil(f) for f in video]
+                frames = [as_pil(f) for f in video]
                 w0, h0 = frames[0].size
                 rh, rw = resized(len(frames), h0, w0)
                 arr = np.stack(
@@ -106,7 +101,7 @@ class PilQwenVideoProcessor:
             "merge_size": 2,
             "size": {"shortest_edge": min_pixels, "longest_edge": max_pixels},
         }
-        cls = type("PilQwenVideoProcessor", (_video_processor_base(),), attrs)
+        cls = type("PilQwenVideoProcessor", (video_processor_base(),), attrs)
         return cls()
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.toy.scenes import COLORS, GRID, SHAPES, TEXT, SceneObject, normalised_box_text
+from harness.toy.world import COLORS, GRID, SHAPES, TEXT, SceneObject, normalised_box_text
 
 __all__ = ["BUILDERS", "mc_question", "LETTERS"]
 

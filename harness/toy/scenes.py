@@ -2,19 +2,16 @@
 
 Everything here is torch-free (PIL, stdlib) so task modules can import it cheaply.
 
-A scene is a 64×64 RGB image on a grey canvas (the CLIP pixel mean: a white canvas does not
-train), divided into a 4×4 grid of 16-px cells, i.e. exactly the vision tower's patches. Each
-object fills one cell, inset by 2 px, so an object's evidence is exactly one image token.
-Document pages also carry "text" decoys (three dark lines in a cell).
+Scenes are drawn with :mod:`harness.toy.world` (64×64 images, a 4×4 grid of one-token cells).
 
 Splits are disjoint twice over: every sample is drawn from its own random stream named by
 (kind, split, seed, index) ("seed space"), and a sample is kept only if the hash of its content
 falls in its split's partition (80% train, 10% validation, 10% test), so no validation or test
 scene/question can ever occur in training, whatever the seeds.
 
-Public API: :func:`generate_samples`, :func:`generate_sample`, :class:`MiniSample`,
-:class:`SceneObject`, :func:`normalised_box_text`, constants ``KINDS``, ``SPLITS``, ``COLORS``,
-``SHAPES``, ``IMAGE_SIZE``, ``GRID``, ``CELL``.
+Public API: :func:`generate_samples`, :func:`generate_sample`, :class:`MiniSample`, constants
+``KINDS`` and ``SPLITS``; the drawing vocabulary (:class:`SceneObject`, :func:`render`, the grid
+and colour constants) lives in :mod:`harness.toy.world` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -24,6 +21,22 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from harness.toy.builders import BUILDERS
+from harness.toy.world import (
+    CANVAS_RGB,
+    CELL,
+    COLORS,
+    GRID,
+    IMAGE_SIZE,
+    SHAPES,
+    Box,
+    SceneObject,
+    box_cell,
+    cell_box,
+    normalised_box_text,
+    render,
+)
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -47,55 +60,12 @@ __all__ = [
     "render",
 ]
 
-KINDS = ("pope", "refcocog", "mmmu", "vidstg", "mlvu", "videomme", "mmlongbench", "mmdocir")
+# The kinds are the builders' names, in the order the mini tasks are listed everywhere.
+KINDS = tuple(BUILDERS)
 SPLITS = ("train", "validation", "test")
-IMAGE_SIZE = 64
-GRID = 4
-CELL = IMAGE_SIZE // GRID
-INSET = 2
-# CLIP's pixel mean (0.481, 0.458, 0.408) × 255: the normalised canvas is ~0.
-CANVAS_RGB = (123, 117, 104)
-TEXT_RGB = (70, 70, 70)
-COLORS: dict[str, tuple[int, int, int]] = {
-    "red": (220, 30, 30),
-    "green": (30, 170, 40),
-    "blue": (30, 60, 225),
-    "yellow": (235, 215, 30),
-    "white": (250, 250, 250),
-    "black": (10, 10, 10),
-}
-SHAPES = ("circle", "square", "triangle")
-TEXT = "text"  # shape name of a document's text decoy (colour "grey")
 # Content-hash buckets out of 10 per split.
 _PARTITION = {"train": range(0, 8), "validation": range(8, 9), "test": range(9, 10)}
 _MAX_TRIES = 10_000
-
-Box = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class SceneObject:
-    """One drawn thing: a coloured shape, or a text decoy (shape ``"text"``).
-
-    Attributes:
-        color: Colour name (key of ``COLORS``; ``"grey"`` for text decoys).
-        shape: One of ``SHAPES`` or ``"text"``.
-        cell: (row, col) in the 4×4 grid; the object's one vision token is ``row * 4 + col``.
-    """
-
-    color: str
-    shape: str
-    cell: tuple[int, int]
-
-    @property
-    def name(self) -> str:
-        """Words naming the object, e.g. ``"red circle"``."""
-        return f"{self.color} {self.shape}"
-
-    @property
-    def box(self) -> Box:
-        """Pixel box xyxy (x2/y2 exclusive) the object is drawn in."""
-        return cell_box(*self.cell)
 
 
 @dataclass(frozen=True)
@@ -146,51 +116,6 @@ class MiniSample:
     layout: tuple[tuple[SceneObject, ...], ...] = ()
 
 
-def cell_box(row: int, col: int) -> Box:
-    """Pixel box (x2/y2 exclusive) of the object drawn in grid cell (row, col)."""
-    return (
-        col * CELL + INSET,
-        row * CELL + INSET,
-        (col + 1) * CELL - INSET,
-        (row + 1) * CELL - INSET,
-    )
-
-
-def box_cell(box: Box) -> tuple[int, int]:
-    """Grid cell (row, col) of an object box drawn by :func:`cell_box` (its inverse)."""
-    return box[1] // CELL, box[0] // CELL
-
-
-def normalised_box_text(box: Box, size: int = IMAGE_SIZE) -> str:
-    """The toy convention for a box in text: ``"[x1, y1, x2, y2]"`` in [0, 1], two decimals."""
-    return "[" + ", ".join(f"{v / size:.2f}" for v in box) + "]"
-
-
-def render(objects: tuple[SceneObject, ...]) -> Image:
-    """Draw one 64×64 image of ``objects`` on the grey canvas."""
-    from PIL import Image as PILImage
-    from PIL import ImageDraw
-
-    img = PILImage.new("RGB", (IMAGE_SIZE, IMAGE_SIZE), CANVAS_RGB)
-    draw = ImageDraw.Draw(img)
-    for obj in objects:
-        x1, y1, x2, y2 = obj.box
-        # PIL's shape boxes are inclusive: the last drawn pixel is x2 - 1.
-        x2, y2 = x2 - 1, y2 - 1
-        if obj.shape == "circle":
-            draw.ellipse((x1, y1, x2, y2), fill=COLORS[obj.color])
-        elif obj.shape == "square":
-            draw.rectangle((x1, y1, x2, y2), fill=COLORS[obj.color])
-        elif obj.shape == "triangle":
-            draw.polygon([(x1, y2), (x2, y2), ((x1 + x2) / 2, y1)], fill=COLORS[obj.color])
-        elif obj.shape == TEXT:
-            for y in (y1 + 1, y1 + 5, y1 + 9):
-                draw.line((x1, y, x2 - (y % 3), y), fill=TEXT_RGB, width=1)
-        else:
-            raise ValueError(f"unknown shape {obj.shape!r}")
-    return img
-
-
 def _content_bucket(kind: str, spec: dict[str, Any]) -> int:
     key = repr((kind, spec["question"], spec["answer"], spec.get("options", ()), spec["layout"]))
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % 10
@@ -208,8 +133,6 @@ def generate_sample(kind: str, split: str, index: int, seed: int = 0) -> MiniSam
     Returns:
         The sample, images rendered.
     """
-    from harness.toy.builders import BUILDERS
-
     if kind not in KINDS:
         raise ValueError(f"unknown toy kind {kind!r}; expected one of {KINDS}")
     if split not in SPLITS:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.toy.scenes import IMAGE_SIZE, KINDS, SPLITS, generate_samples
+from harness.toy.scenes import KINDS, SPLITS, generate_samples
+from harness.toy.world import IMAGE_SIZE
 
 __all__ = [
     "SPECIALS",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.attention.dispatch import geometry_of, plan_scope, use_dispatch
+from harness.api.anatomy import geometry_of
 from harness.api.model import ModelAdapter
-from harness.schema.ranking import Ranking, TaskRam, save_ranking
 from harness.api.specs import ModelSpec
+from harness.attention.dispatch import plan_scope, use_dispatch
+from harness.schema.ranking import Ranking, TaskRam, save_ranking
 from harness.testing.tiny import build_tiny_model, tiny_text_inputs
 
 FAMILIES = ["llava", "qwen2_vl", "internvl"]

@@ -24,12 +24,12 @@ def run(config_path: str) -> None:
     from lmms_eval.tasks import TaskManager
     from PIL import Image
 
-    from harness.run.evaluator import run_grid
-    from harness.lmms._convert import continuation_logprob
-    from harness.lmms.model import TIMING_LOG_ENV, HeadscopeLMM
     from harness.api.model import load_adapter
     from harness.api.payloads import Request
     from harness.api.specs import InterventionSpec, ModelSpec, RunSpec, TaskSpec
+    from harness.lmms._convert import continuation_logprob
+    from harness.lmms.model import TIMING_LOG_ENV, HeadscopeLMM
+    from harness.run.evaluator import run_grid
 
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     calls = {"generate_until": 0, "loglikelihood": 0}

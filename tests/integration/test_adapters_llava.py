@@ -9,12 +9,6 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from harness.attention.dispatch import ATTN_NAME  # noqa: E402
-from harness.models.internvl import InternVLAdapter  # noqa: E402
-from harness.models.llava import LlavaAdapter  # noqa: E402
-from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
-from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
-from harness.models.toy import TOY_DIR, ToyAdapter  # noqa: E402
 from harness.api.payloads import (  # noqa: E402
     Box,
     BoxEvidence,
@@ -25,6 +19,12 @@ from harness.api.payloads import (  # noqa: E402
     Video,
 )
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
+from harness.attention.dispatch import ATTN_NAME  # noqa: E402
+from harness.models.internvl import InternVLAdapter  # noqa: E402
+from harness.models.llava import LlavaAdapter  # noqa: E402
+from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
+from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
+from harness.models.toy import TOY_DIR, ToyAdapter  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 

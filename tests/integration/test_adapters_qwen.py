@@ -9,13 +9,14 @@ pytest.importorskip("transformers")
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from harness.attention.dispatch import ATTN_NAME, geometry_of  # noqa: E402
-from harness.models.hf import chat_messages, instruction_positions  # noqa: E402
+from harness.api.anatomy import geometry_of  # noqa: E402
 from harness.api.payloads import Box, Request, Video  # noqa: E402
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.api.specs import ModelSpec  # noqa: E402
+from harness.attention.dispatch import ATTN_NAME  # noqa: E402
+from harness.models.hf import chat_messages, instruction_positions  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors import tiny_qwen_processor  # noqa: E402
+from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _CACHE: dict[str, object] = {}

@@ -7,6 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from harness.api.anatomy import geometry_of  # noqa: E402
+from harness.api.heads import Head  # noqa: E402
 from harness.attention.dispatch import (  # noqa: E402
     Ablation,
     AttentionRecorder,
@@ -14,13 +16,11 @@ from harness.attention.dispatch import (  # noqa: E402
     PlanConflictError,
     RecordSpec,
     Window,
-    geometry_of,
     merge_plans,
     plan_scope,
     set_window_kernel,
     use_dispatch,
 )
-from harness.api.heads import Head  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model, tiny_text_inputs  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402
     boom,
@@ -55,7 +55,10 @@ def pair(family):
 
 
 def test_import_is_light():
-    code = "import sys, harness.attention.dispatch, harness.testing.tiny; print('torch' in sys.modules)"
+    code = (
+        "import sys, harness.attention.dispatch, harness.testing.tiny; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

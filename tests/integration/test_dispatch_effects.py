@@ -6,18 +6,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from harness.api.anatomy import geometry_of  # noqa: E402
+from harness.api.heads import Head  # noqa: E402
 from harness.attention.dispatch import (  # noqa: E402
     Ablation,
     LayerPlan,
     OutputHook,
     Plan,
     VisualPrior,
-    capture_states,
-    geometry_of,
     use_dispatch,
 )
 from harness.attention.execute import run_layer_plan  # noqa: E402
-from harness.api.heads import Head  # noqa: E402
+from harness.probes.states import capture_states  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model  # noqa: E402
 from tests.integration._interventions_util import logits, text_inputs  # noqa: E402
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from harness.api.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
 from harness.run.evaluator import EvaluationError, run_grid, samples_filename
 from harness.schema.results import load_results
-from harness.api.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
 

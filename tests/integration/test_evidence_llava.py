@@ -14,11 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 from PIL import Image, ImageDraw  # noqa: E402
 
+from harness.api.payloads import Box, BoxEvidence, Request, TubeEvidence, Video  # noqa: E402
 from harness.models.internvl import InternVLAdapter  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
 from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
-from harness.api.payloads import Box, BoxEvidence, Request, TubeEvidence, Video  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import TINY_IMAGE_SIZE, build_tiny_model  # noqa: E402
 

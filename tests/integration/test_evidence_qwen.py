@@ -32,7 +32,7 @@ from harness.api.payloads import (  # noqa: E402
 )
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors import tiny_qwen_processor  # noqa: E402
+from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _CACHE: dict[str, object] = {}

@@ -4,9 +4,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.attention.dispatch import capture_states  # noqa: E402
 from harness.api.intervention import InterventionError, build_intervention  # noqa: E402
 from harness.api.specs import parse_intervention  # noqa: E402
+from harness.probes.states import capture_states  # noqa: E402
 from interventions.noise_delta import NoiseDelta  # noqa: E402
 from interventions.noise_qkv import NoiseQKV  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402

@@ -7,9 +7,10 @@ torch = pytest.importorskip("torch")
 
 from PIL import Image  # noqa: E402
 
-from harness.attention.dispatch import current_plan  # noqa: E402
 from harness.api.intervention import InterventionError  # noqa: E402
-from harness.testing.tiny_processors import tiny_llava_processor, tiny_qwen_processor  # noqa: E402
+from harness.attention.dispatch import current_plan  # noqa: E402
+from harness.testing.tiny_processors import tiny_llava_processor  # noqa: E402
+from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 from interventions.ablate import Ablate  # noqa: E402
 from interventions.sap import SAP  # noqa: E402
 from tests.integration._interventions_util import boom, logits, pair, text_inputs  # noqa: E402

@@ -8,6 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from PIL import Image  # noqa: E402
 
+from harness.api.payloads import Request  # noqa: E402
+from harness.api.specs import SpecError  # noqa: E402
 from harness.lmms._convert import (  # noqa: E402
     budget_of,
     continuation_logprob,
@@ -17,8 +19,6 @@ from harness.lmms._convert import (  # noqa: E402
     to_request,
 )
 from harness.models.llava import LlavaAdapter  # noqa: E402
-from harness.api.payloads import Request  # noqa: E402
-from harness.api.specs import SpecError  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 

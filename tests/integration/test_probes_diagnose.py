@@ -10,16 +10,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.attention.dispatch import capture_states  # noqa: E402
+from harness.api.specs import TaskSpec  # noqa: E402
+from harness.api.task import build_task  # noqa: E402
 from harness.metrics.geometry import erank, tme  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
 from harness.probes.diagnose import rotary_identity  # noqa: E402
 from harness.probes.diagnose_run import run_diagnose  # noqa: E402
 from harness.probes.record import prepare_single  # noqa: E402
-from harness.api.specs import TaskSpec  # noqa: E402
-from harness.api.task import build_task  # noqa: E402
+from harness.probes.states import capture_states  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
+from harness.testing import tiny_processors_qwen as tpq  # noqa: E402
 from harness.testing.tiny import build_tiny_model, tiny_text_inputs  # noqa: E402
 from leaderboards.diagnostics import parse_diagnostics  # noqa: E402
 
@@ -42,7 +43,7 @@ def _finite(doc):
 
 def test_diagnose_writes_both_variants(tmp_path):
     adapter = Qwen2VLAdapter.from_parts(
-        build_tiny_model("qwen2_vl"), tp.tiny_qwen_processor("qwen2_vl")
+        build_tiny_model("qwen2_vl"), tpq.tiny_qwen_processor("qwen2_vl")
     )
     report = run_diagnose(
         adapter, [TaskSpec("refcocog_mini", limit=2, args={"n": 2})], tmp_path, progress=False
@@ -115,8 +116,8 @@ def test_rotary_identity_removes_position_information():
 
 
 def test_diagnose_cli_end_to_end(tmp_path, monkeypatch, capsys):
+    from harness.api import model as base
     from harness.cli.main import main
-    from harness.models import base
     from leaderboards.sources import load_sources
 
     monkeypatch.setattr(base, "load_adapter", lambda spec: llava())

@@ -9,16 +9,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from harness.api.payloads import EvidenceError  # noqa: E402
+from harness.api.specs import TaskSpec  # noqa: E402
+from harness.api.task import build_task  # noqa: E402
 from harness.metrics.ram import ram_reference, spearman  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
-from harness.api.payloads import EvidenceError  # noqa: E402
 from harness.probes.rank import probe_task, run_rank  # noqa: E402
 from harness.probes.record import prepare_single, record_masses  # noqa: E402
 from harness.schema.ranking import load_ranking  # noqa: E402
-from harness.api.specs import TaskSpec  # noqa: E402
-from harness.api.task import build_task  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
+from harness.testing import tiny_processors_qwen as tpq  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 
 _CACHE: dict[str, object] = {}
@@ -31,7 +32,7 @@ def tiny_adapter(family: str):
         else:
             ad = Qwen2VLAdapter.from_parts(
                 build_tiny_model("qwen2_vl", num_heads=6, num_kv_heads=2),
-                tp.tiny_qwen_processor("qwen2_vl"),
+                tpq.tiny_qwen_processor("qwen2_vl"),
             )
         _CACHE[family] = ad
     return _CACHE[family]
@@ -146,8 +147,8 @@ def test_ungrounded_task_is_refused():
 
 
 def test_rank_cli_end_to_end(tmp_path, monkeypatch, capsys):
+    from harness.api import model as base
     from harness.cli.main import main
-    from harness.models import base
 
     adapter = tiny_adapter("llava")
     monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)

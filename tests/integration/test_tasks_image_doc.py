@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from harness.run.evaluator import EvaluationError, run_grid
 from harness.api.payloads import Box, BoxEvidence, PageEvidence
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import SampleError, TaskLoadError, build_task
+from harness.run.evaluator import EvaluationError, run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_image_doc_fixtures as F
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from harness.run.evaluator import EvaluationError, run_grid
-from harness.media.video import sample_frames
 from harness.api.payloads import Box, EvidenceError
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import SampleError, TaskLoadError, build_task
+from harness.media.video import sample_frames
+from harness.run.evaluator import EvaluationError, run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_video_fixtures as fx
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.run.main_job import ProtocolConfig, run_protocol
 from harness.api.specs import ModelSpec
+from harness.run.main_job import ProtocolConfig, run_protocol
 
 pytestmark = pytest.mark.slow
 

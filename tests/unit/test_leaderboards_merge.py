@@ -10,7 +10,8 @@ from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, R
 from leaderboards.accuracy import accuracy_summary_table, accuracy_table
 from leaderboards.diagnostics import parse_diagnostics
 from leaderboards.formatting import to_csv
-from leaderboards.sources import MergeError, load_sources, split_settings
+from leaderboards.settings import MergeError, split_settings
+from leaderboards.sources import load_sources
 from leaderboards.speedup import memory_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "leaderboards"

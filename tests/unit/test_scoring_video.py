@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.media.video import frame_positions_in_span, uniform_indices
 from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import MetricValue, SampleError, ScoringContext
+from harness.media.video import frame_positions_in_span, uniform_indices
 from tasks._vidstg_data import VidSTGSample, normalise_entry, parse_span, tube_scores, vidor_box
 from tasks.mlvu import MLVUSample, macro_average
 from tasks.mlvu import normalise_row as mlvu_row

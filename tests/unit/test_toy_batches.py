@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.toy.training.batches import collate, noun_position
 from harness.toy.scenes import KINDS, generate_sample
+from harness.toy.training.batches import collate, noun_position
 
 
 @pytest.fixture(scope="module")

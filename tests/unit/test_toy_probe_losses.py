@@ -9,13 +9,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from harness.toy.builders import ALL_TYPES  # noqa: E402
+from harness.toy.scenes import COLORS, GRID, SHAPES  # noqa: E402
 from harness.toy.training.probe_losses import (  # noqa: E402
     N_COLOUR_CLASSES,
     content_probe_loss,
     image_index_loss,
     probe_width,
 )
-from harness.toy.scenes import COLORS, GRID, SHAPES  # noqa: E402
 
 N_TOKENS = GRID * GRID
 

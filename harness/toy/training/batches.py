@@ -9,7 +9,7 @@ torch is imported inside :func:`collate` so importing this module stays light.
 from __future__ import annotations
 
 from harness.toy.builders import ALL_TYPES
-from harness.toy.scenes import GRID, box_cell
+from harness.toy.world import GRID, box_cell
 
 __all__ = [
     "N_CELL_CLASSES",

@@ -16,7 +16,7 @@ torch is imported inside the functions so importing this module stays light.
 from __future__ import annotations
 
 from harness.toy.training.batches import N_CELL_CLASSES, image_index
-from harness.toy.scenes import COLORS, GRID, SHAPES
+from harness.toy.world import COLORS, GRID, SHAPES
 
 __all__ = [
     "N_COLOUR_CLASSES",
@@ -43,8 +43,8 @@ def content_probe_loss(logits, cells, *, factored, smoothing=0.0, with_position=
 
     Args:
         logits: [tokens, probe_width(...)] probe outputs, images' tokens in row-major order.
-        cells: [tokens] content class per token (``harness.toy.training.batches.cell_labels``): 0 empty,
-            1 text decoy, ``2 + i`` the i-th colour × shape type (colour-major).
+        cells: [tokens] content class per token (``harness.toy.training.batches.cell_labels``):
+            0 empty, 1 text decoy, ``2 + i`` the i-th colour × shape type (colour-major).
         factored: Predict colour and shape separately (the sum of two cross-entropies).
         smoothing: Label smoothing of the content terms. It bounds the probe's logits, and so
             the projector's output norms, which otherwise drown the decoder's updates.

@@ -1,0 +1,148 @@
+"""Settings of a result, flattened, and the grouping keys every table shares.
+
+Numbers are compared only under the same *settings*: everything recorded as changing numbers
+(model adapter settings minus identity, ``RunResults.settings``, task settings / arguments /
+split, a ranking's or bench file's settings), flattened to ``{"a.b": scalar}``. Tables split
+settings into the ones common to all rows (a note under the table) and the differing ones
+(columns), and refuse conflicting duplicates (:func:`check_unique`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "IDENTITY_KEYS",
+    "MergeError",
+    "flatten",
+    "model_label",
+    "model_settings",
+    "combine",
+    "config_key",
+    "same_number",
+    "split_settings",
+    "settings_note",
+    "settings_row",
+    "check_unique",
+]
+
+#: Model-dict keys that name the model (its identity) rather than a setting.
+IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
+_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry")
+
+
+class MergeError(ValueError):
+    """Inputs that cannot be merged (conflicting duplicates, unknown files)."""
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts → ``{"a.b": scalar}``; lists become compact JSON text."""
+    if not isinstance(data, dict):
+        return {prefix: _scalar(data)} if prefix else {}
+    out: dict[str, Any] = {}
+    for key in sorted(data, key=str):
+        name = f"{prefix}.{key}" if prefix else str(key)
+        value = data[key]
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name))
+        else:
+            out[name] = _scalar(value)
+    return out
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def model_label(model: Any) -> str:
+    """The model's display name: checkpoint if known, else its family."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, dict):
+        for key in IDENTITY_KEYS:
+            if model.get(key):
+                return str(model[key])
+    return "unknown"
+
+
+def model_settings(model: Any) -> dict[str, Any]:
+    """The adapter settings of a model dict, without its identity and geometry."""
+    if not isinstance(model, dict):
+        return {}
+    return flatten({k: v for k, v in model.items() if k not in _NOT_SETTINGS})
+
+
+def combine(*parts: dict[str, Any]) -> dict[str, Any]:
+    """Union of flat settings; a key recorded twice with different values is kept as both."""
+    out: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        for key, value in part.items():
+            if key in out and not same_number(out[key], value):
+                out[f"{key}#{i}"] = value
+            else:
+                out.setdefault(key, value)
+    return out
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """Canonical text of a flat settings dict (for grouping and sorting)."""
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def same_number(a: Any, b: Any) -> bool:
+    """Equality that treats NaN == NaN and compares ints and floats by value."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def split_settings(configs: Iterable[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Keys whose values differ between ``configs``, and the settings they all share."""
+    configs = list(configs)
+    keys = sorted({k for c in configs for k in c})
+    differing, common = [], {}
+    for key in keys:
+        values = [c.get(key) for c in configs]
+        if all(key in c for c in configs) and all(same_number(v, values[0]) for v in values):
+            common[key] = values[0]
+        else:
+            differing.append(key)
+    return differing, common
+
+
+def settings_note(common: dict[str, Any]) -> str | None:
+    """One-line footnote listing the settings every row shares."""
+    items = ", ".join(f"{k}={'null' if v is None else v}" for k, v in common.items())
+    return f"Common settings: {items}" if items else None
+
+
+def settings_row(config: dict[str, Any], differing: Sequence[str]) -> dict[str, Any]:
+    """The differing settings of one row as table cells (absent → ``unset``)."""
+    text = {k: "null" if config[k] is None else str(config[k]) for k in differing if k in config}
+    return {f"set:{k}": text.get(k, "unset") for k in differing}
+
+
+def check_unique(
+    items: Iterable[Any],
+    key: Callable[[Any], Any],
+    same: Callable[[Any, Any], bool],
+    describe: Callable[[Any], str],
+) -> list[Any]:
+    """Drop exact duplicates; raise :class:`MergeError` on duplicates that disagree."""
+    seen: dict[Any, Any] = {}
+    for item in items:
+        k = key(item)
+        if k in seen:
+            if not same(seen[k], item):
+                raise MergeError(
+                    f"{describe(item)} appears twice with different numbers "
+                    f"({describe(seen[k])}); pass only one of the two runs"
+                )
+            continue
+        seen[k] = item
+    return list(seen.values())

@@ -1,0 +1,171 @@
+"""The package import graph has no cycles, and ``harness/`` shows its layers.
+
+Every ``import`` statement counts, at module level or inside a function (an import hidden in a
+function is still a dependency: it only moves the failure to run time).
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("harness", "tasks", "interventions", "leaderboards")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _imported(
+    node: ast.AST, module: str, is_package: bool, modules: dict[str, Path] | None = None
+) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    assert isinstance(node, ast.ImportFrom)
+    base = node.module or ""
+    if node.level:
+        parts = module.split(".") if is_package else module.split(".")[:-1]
+        parts = parts[: len(parts) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    # "from pkg import sub" depends on the submodule pkg.sub when there is one, else on pkg.
+    known = _modules() if modules is None else modules
+    return [
+        f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names
+    ]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (module- and function-level)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            for target in _imported(node, name, path.name == "__init__.py", modules):
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_cycle_finder_sees_function_level_imports():
+    # The checker must catch the kind of cycle this layout removed: one side imports inside a
+    # function only.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycles(graph) == [["a", "b", "c"]]
+    src = "def f():\n    from harness.api import registry\n"
+    node = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom))
+    assert "harness.api.registry" in _imported(node, "x", False)
+
+
+# Layers of harness/, bottom up: a module may import its own layer or lower ones only.
+LAYERS = {
+    "harness.api": 0,
+    "harness.attention": 1,
+    "harness.metrics": 2,
+    "harness.media": 2,
+    "harness.schema": 2,
+    "harness.models": 2,
+    "harness.toy": 2,
+    "harness.probes": 3,
+    "harness.bench": 3,
+    "harness.testing": 3,
+    "harness.run": 4,
+    "harness.lmms": 5,
+    "harness.cli": 5,
+}
+
+
+def _layer(module: str) -> int | None:
+    hits = [v for k, v in LAYERS.items() if module == k or module.startswith(k + ".")]
+    return hits[0] if hits else None
+
+
+def test_harness_imports_only_run_down_the_layers():
+    upward = []
+    for module, deps in import_graph().items():
+        for dep in deps:
+            a, b = _layer(module), _layer(dep)
+            if a is not None and b is not None and b > a:
+                upward.append(f"{module} -> {dep}")
+    assert not upward, "imports that run back up:\n" + "\n".join(sorted(upward))
+
+
+def test_harness_top_level_holds_only_the_package_files():
+    loose = sorted(p.name for p in (ROOT / "harness").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"]
+    assert {p.name for p in (ROOT / "harness").iterdir() if p.is_dir()} >= set(
+        k.split(".")[1] for k in LAYERS
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["Task", "Intervention", "ModelAdapter", "HFAdapter", "load_adapter", "run_grid"]
+)
+def test_public_api_is_exposed_lazily(name):
+    code = (
+        "import sys, harness\n"
+        "before = sorted(m for m in sys.modules if m.startswith('harness.'))\n"
+        f"obj = getattr(harness, {name!r})\n"
+        "print(before, 'torch' in sys.modules, obj.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    before, torch_loaded, module = out.stdout.rsplit(" ", 2)
+    assert before == "[]"  # import harness alone imports no submodule
+    assert torch_loaded == "False"
+    assert module.strip().startswith("harness.")
