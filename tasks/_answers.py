@@ -1,7 +1,7 @@
 """Answer parsing and matching shared by tasks (re-exported by :mod:`tasks._common`).
 
 Yes/no normalisation, MMMU-style multiple-choice parsing with a seeded fallback, ANLS, and
-number parsing with a relative tolerance. Pure stdlib.
+number parsing with a relative tolerance. Stdlib, plus rapidfuzz for edit distances.
 """
 
 from __future__ import annotations
@@ -110,31 +110,28 @@ def parse_choice(
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions all cost 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+    """Edit distance (insertions, deletions, substitutions all cost 1), by rapidfuzz."""
+    from rapidfuzz.distance import Levenshtein
+
+    return Levenshtein.distance(a, b)
 
 
 def anls(prediction: str, targets: str | Sequence[str], threshold: float = 0.5) -> float:
     """Average Normalised Levenshtein Similarity of one prediction against its gold answers.
 
     Strings are lower-cased and whitespace-collapsed; the score is ``1 − d / max(len)`` for the
-    best gold answer, set to 0 when the normalised distance exceeds ``threshold``.
+    best gold answer, set to 0 when the normalised distance exceeds ``threshold``. The
+    normalised distance is rapidfuzz's ``Levenshtein.normalized_distance`` (``d / max(len)``,
+    0 for two empty strings).
     """
+    from rapidfuzz.distance import Levenshtein
+
     golds = [targets] if isinstance(targets, str) else list(targets)
     pred = " ".join(str(prediction).lower().split())
     best = 0.0
     for gold in golds:
         g = " ".join(str(gold).lower().split())
-        longest = max(len(g), len(pred))
-        dist = levenshtein(pred, g) / longest if longest else 0.0
+        dist = Levenshtein.normalized_distance(pred, g)
         best = max(best, 0.0 if dist > threshold else 1.0 - dist)
     return best
 
