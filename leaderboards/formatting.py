@@ -13,16 +13,21 @@ The rounding rule (one rule for every number in every human-readable form):
 - a ``signed`` column (a difference such as Δ) always carries its sign: ``+0.013``;
 - whole numbers (counts ``n``, sequence lengths, layers) are shown whole;
 - a value that rounds to zero is ``0.000`` (``+0.000`` when signed), never ``-0.000``;
-- a missing value (``None`` or NaN) is ``—`` (``---`` in LaTeX, an empty cell in CSV).
+- a missing value (``None`` or NaN) is ``—`` (an em dash in LaTeX, an empty cell in CSV).
 
 Terminal, Markdown, LaTeX and CSV apply the rule; JSON keeps the raw full-precision
 values (``null`` when missing), since it is the machine-readable form. Machine-only
 columns (full paths, raw identities) appear in CSV and JSON only.
+
+tabulate writes the terminal, Markdown and LaTeX tables; this module adds only what it
+cannot do: the rounding rule, ``|`` inside Markdown cells, the LaTeX float (caption, label,
+notes), and non-ASCII text as LaTeX macros (pylatexenc), so the tables compile with pdflatex.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -157,17 +162,20 @@ def _numeric(col: Column) -> bool:
     return col.kind != "text"
 
 
+def _align(table: Table) -> list[str]:
+    return ["right" if _numeric(c) else "left" for c in table.shown]
+
+
 def to_terminal(table: Table) -> str:
     """Plain-text table for the terminal (tabulate's ``simple`` style)."""
     from tabulate import tabulate
 
-    align = ["right" if _numeric(c) else "left" for c in table.shown]
     body = tabulate(
         _cells(table),
         headers=[c.label for c in table.shown],
         tablefmt="simple",
         disable_numparse=True,
-        colalign=align,
+        colalign=_align(table),
     )
     lines = [table.title, "=" * len(table.title), body or "(no rows)"]
     lines += [f"* {note}" for note in table.notes]
@@ -175,15 +183,22 @@ def to_terminal(table: Table) -> str:
 
 
 def _md_escape(text: str) -> str:
+    # tabulate's pipe format leaves a "|" in a cell as it is, which would split the cell.
     return text.replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(table: Table, heading_level: int = 2) -> str:
-    """GitHub-flavoured Markdown: a heading, a pipe table and the notes as a list."""
-    head = "| " + " | ".join(_md_escape(c.label) for c in table.shown) + " |"
-    rule = "|" + "|".join("--:" if _numeric(c) else ":--" for c in table.shown) + "|"
-    rows = ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in _cells(table)]
-    out = [f"{'#' * heading_level} {table.title}", "", head, rule, *rows]
+    """GitHub-flavoured Markdown: a heading, a pipe table (tabulate) and the notes as a list."""
+    from tabulate import tabulate
+
+    body = tabulate(
+        [[_md_escape(x) for x in row] for row in _cells(table)],
+        headers=[_md_escape(c.label) for c in table.shown],
+        tablefmt="pipe",
+        disable_numparse=True,
+        colalign=_align(table),
+    )
+    out = [f"{'#' * heading_level} {table.title}", "", body]
     if not table.rows:
         out += ["", "_(no rows)_"]
     if table.notes:
@@ -224,56 +239,58 @@ def to_json(table: Table) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-_TEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-_TEX_UNICODE = {
-    "Δ": r"$\Delta$",
-    "ρ": r"$\rho$",
-    "×": r"$\times$",
-    "—": "---",
-    "–": "--",
-    "≥": r"$\geq$",
-    "≤": r"$\leq$",
-    "↑": r"$\uparrow$",
-    "↓": r"$\downarrow$",
-    "ε": r"$\varepsilon$",
-}
+@functools.cache
+def _unicode_encoder() -> Any:
+    from pylatexenc.latexencode import UnicodeToLatexEncoder
+
+    return UnicodeToLatexEncoder(
+        non_ascii_only=True,
+        replacement_latex_protection="braces-almost-all",
+        unknown_char_policy="unihex",  # e.g. CJK: written as <U+4E2D>, never a compile error
+        unknown_char_warning=False,
+    )
+
+
+def _latex_unicode(text: str) -> str:
+    """Non-ASCII characters as LaTeX macros (pylatexenc), so the tables compile with pdflatex."""
+    return _unicode_encoder().unicode_to_latex(text)
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX specials and map the few Unicode symbols tables use to math mode."""
-    out = "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
-    for uni, tex in _TEX_UNICODE.items():
-        out = out.replace(uni, tex)
-    return out
+    """Text as LaTeX: tabulate's rules for the ASCII specials, pylatexenc for non-ASCII."""
+    from tabulate import LATEX_ESCAPE_RULES
+
+    return _latex_unicode("".join(LATEX_ESCAPE_RULES.get(ch, ch) for ch in str(text)))
 
 
 def to_latex(table: Table) -> str:
-    """A ``booktabs`` table environment (needs the ``booktabs`` LaTeX package)."""
+    """A ``table`` float around tabulate's ``booktabs`` tabular (needs the booktabs package).
+
+    tabulate writes the tabular and escapes the ASCII specials of every cell; this adds what
+    it cannot: the float with caption, label and notes, and LaTeX for non-ASCII text (Δ, ρ,
+    −, → ...), which pdflatex refuses as raw Unicode.
+    """
+    from tabulate import tabulate
+
     spec = "".join("r" if _numeric(c) else "l" for c in table.shown)
     label = "tab:" + "".join(ch if ch.isalnum() else "-" for ch in table.name)
+    tabular = tabulate(
+        _cells(table),
+        headers=[c.label for c in table.shown],
+        tablefmt="latex_booktabs",
+        disable_numparse=True,
+        colalign=_align(table),
+    )
+    # The first line opens the tabular; tabulate leaves its column spec empty without rows.
+    rest = tabular.split("\n", 1)[1]
     lines = [
         r"\begin{table}[ht]",
         r"\centering",
         r"\caption{" + latex_escape(table.title) + "}",
         r"\label{" + label + "}",
         r"\begin{tabular}{" + spec + "}",
-        r"\toprule",
-        " & ".join(latex_escape(c.label) for c in table.shown) + r" \\",
-        r"\midrule",
+        _latex_unicode(rest),
     ]
-    lines += [" & ".join(latex_escape(x) for x in r) + r" \\" for r in _cells(table)]
-    lines += [r"\bottomrule", r"\end{tabular}"]
     if table.notes:
         notes = " ".join(latex_escape(n) for n in table.notes)
         lines.append(r"\par\smallskip{\footnotesize " + notes + "}")

@@ -73,16 +73,20 @@ def _table():
     return Table("demo_table", "Demo ρ × table", cols, rows, ("a note with 5% and _",))
 
 
+def _md_cells(line):
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
 def test_markdown_shape_and_escaping():
     md = to_markdown(_table())
     lines = [ln for ln in md.splitlines() if ln.startswith("|")]
-    assert lines[0] == "| name | value ↑ | Δ | n |"
-    assert lines[1] == "|:--|--:|--:|--:|"
-    assert "pipe\\|cell" in lines[3]
+    assert _md_cells(lines[0]) == ["name", "value ↑", "Δ", "n"]
+    assert re.fullmatch(r"\|:-+\|-+:\|-+:\|-+:\|", lines[1])  # text left, numbers right
     assert all(len(re.findall(r"(?<!\\)\|", ln)) == 5 for ln in lines)
-    assert "| 0.488 | -0.013 | 40 |" in lines[2]
-    assert "| — | — | 3 |" in lines[3]
+    assert _md_cells(lines[2]) == ["a_b & 50% #1 {x} ~^\\$", "0.488", "-0.013", "40"]
+    assert _md_cells(lines[3]) == ["pipe\\|cell", "—", "—", "3"]
     assert md.startswith("## Demo ρ × table\n")
+    assert md.endswith("\n- a note with 5% and _\n")
 
 
 def test_csv_roundtrip_with_rounding_and_empty_missing():
@@ -128,9 +132,11 @@ def test_latex_is_well_formed():
     for line in body:
         assert line.endswith(r"\\")
         assert len(re.findall(r"(?<!\\)&", line)) == 3  # 4 columns
-    assert r"a\_b \& 50\% \#1 \{x\} \textasciitilde{}\textasciicircum{}\textbackslash{}\$" in tex
-    assert r"$\Delta$" in tex and r"$\rho$ $\times$" in tex and "---" in body[1]
-    assert "0.488 & -0.013 & 40" in body[0]
+    assert r"a\_b \& 50\% \#1 \{x\} \textasciitilde{}\^{}\textbackslash{}\$" in tex
+    assert r"{\ensuremath{\Delta}}" in tex and r"{\ensuremath{\rho}} {\texttimes}" in tex
+    assert r"{\textemdash}" in body[1]  # the missing value
+    assert re.search(r"0\.488 +& +-0\.013 +& +40", body[0])
+    assert tex.isascii()  # pdflatex refuses raw Unicode such as − (U+2212)
 
 
 def test_terminal_shows_title_rounded_numbers_and_notes():
