@@ -10,7 +10,6 @@ exit, also when the body raises. Several interventions compose by nesting.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -48,53 +47,43 @@ class Intervention:
         return dataclasses.asdict(self)
 
 
-def build_intervention(spec: InterventionSpec) -> Intervention:
+def build_intervention(spec: InterventionSpec, default_seed: int | None = None) -> Intervention:
     """Instantiate the registered intervention named by ``spec`` with validated args.
+
+    Args:
+        spec: Name and arguments.
+        default_seed: The run's seed; it becomes the ``seed`` of an intervention that has
+            one when ``spec`` does not set it (so ``--seed`` drives random draws and priors).
 
     Raises:
         harness.api.registry.UnknownNameError: unknown name (with suggestions).
         InterventionError: unknown or ill-typed arguments.
     """
+    from harness.api.checks import TypeMismatch, check_value, hints_of
     from harness.api.registry import INTERVENTIONS
 
     cls = INTERVENTIONS.get(spec.name)
+    if not isinstance(spec.args, dict):
+        raise InterventionError(
+            f"intervention {spec.name!r}: args must be a mapping, got {spec.args!r:.60}"
+        )
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(spec.args) - set(fields))
+    unknown = sorted(set(spec.args) - set(fields), key=str)
     if unknown:
         raise InterventionError(
             f"intervention {spec.name!r} does not take {unknown}; "
             f"it takes {sorted(fields) or 'none'}"
         )
-    hints = typing.get_type_hints(cls)
-    for key, value in spec.args.items():
-        _check_type(spec.name, key, value, hints.get(key))
+    args = dict(spec.args)
+    if default_seed is not None and "seed" in fields and "seed" not in args:
+        args["seed"] = default_seed
+    hints = hints_of(cls)
+    for key, value in args.items():
+        try:
+            check_value(value, hints.get(key, Any), f"intervention {spec.name!r}: {key}")
+        except TypeMismatch as exc:
+            raise InterventionError(str(exc)) from None
     try:
-        return cls(**spec.args)
+        return cls(**args)
     except (TypeError, ValueError) as exc:
         raise InterventionError(f"intervention {spec.name!r}: {exc}") from None
-
-
-def _check_type(name: str, key: str, value: Any, hint: Any) -> None:
-    if hint is None or hint is Any:
-        return
-    origin = typing.get_origin(hint)
-    options = (
-        typing.get_args(hint)
-        if origin in (typing.Union, getattr(__import__("types"), "UnionType", None))
-        else (hint,)
-    )
-    for opt in options:
-        base = typing.get_origin(opt) or opt
-        if base is typing.Literal:
-            if value in typing.get_args(opt):
-                return
-            continue
-        if opt is type(None) and value is None:
-            return
-        if base is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return
-        if isinstance(base, type) and isinstance(value, base):
-            return
-    raise InterventionError(
-        f"intervention {name!r}: argument {key}={value!r} does not match {hint}"
-    )

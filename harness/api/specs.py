@@ -37,15 +37,45 @@ def _from_dict(cls: type, data: Any, where: str) -> Any:
     if isinstance(data, cls):
         return data
     if not isinstance(data, dict):
-        raise SpecError(f"{where}: expected a mapping, got {type(data).__name__}")
+        raise SpecError(f"{where}: expected a mapping, got {_shown(data)}")
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
+    unknown = sorted(set(data) - names, key=str)
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(names)}")
+    _check_types(cls, data, where)
     try:
         return cls(**data)
+    except SpecError as exc:
+        raise SpecError(f"{where}: {exc}") from None
     except TypeError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    return f"{value!r:.60} ({type(value).__name__})"
+
+
+def _check_types(cls: type, data: dict[str, Any], where: str) -> None:
+    """Every given value against the field's declared type (one message naming the field)."""
+    from harness.api.checks import TypeMismatch, check_value, hints_of
+
+    hints = hints_of(cls)
+    for key, value in data.items():
+        if key in hints:
+            try:
+                check_value(value, hints[key], f"{where}: {key}")
+            except TypeMismatch as exc:
+                raise SpecError(str(exc)) from None
+
+
+def _validate(obj: Any) -> None:
+    """Type-check a constructed spec (specs built in code, not from a mapping)."""
+    from harness.api.checks import TypeMismatch, check_fields
+
+    try:
+        check_fields(obj, type(obj).__name__)
+    except TypeMismatch as exc:
+        raise SpecError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -76,6 +106,9 @@ class ModelSpec:
     args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _validate(self)
+        if not self.name.strip():
+            raise SpecError("model name is empty")
         if self.dtype not in {"float32", "bfloat16", "float16", "auto"}:
             raise SpecError(f"model dtype {self.dtype!r} not one of float32/bfloat16/float16/auto")
         if self.attn_implementation not in {"sdpa", "eager"}:
@@ -107,6 +140,9 @@ class TaskSpec:
     args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _validate(self)
+        if not self.name.strip():
+            raise SpecError("task name is empty")
         if self.limit is not None and self.limit < 1:
             raise SpecError(f"task {self.name!r}: limit must be ≥ 1, got {self.limit}")
 
@@ -129,6 +165,11 @@ class InterventionSpec:
 
     name: str = "none"
     args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        if not self.name.strip():
+            raise SpecError("intervention name is empty")
 
     @property
     def label(self) -> str:
@@ -173,12 +214,17 @@ class RunSpec:
     skip_bad_docs: bool = False
 
     def __post_init__(self) -> None:
+        _validate(self)
         if not self.tasks:
             raise SpecError("run spec has no tasks")
         if not self.interventions:
             raise SpecError("run spec has no interventions (use 'none' for the baseline)")
         if self.batch_size < 1:
             raise SpecError(f"batch_size must be ≥ 1, got {self.batch_size}")
+        if self.seed < 0:
+            raise SpecError(f"seed must be an integer ≥ 0, got {self.seed}")
+        if not self.output.strip():
+            raise SpecError("output directory is empty")
         labels = [i.label for i in self.interventions]
         if len(set(labels)) != len(labels):
             raise SpecError(f"duplicate interventions in the grid: {labels}")
@@ -190,7 +236,7 @@ class RunSpec:
             raise SpecError(f"{where}: expected a mapping at the top level")
         data = dict(data)
         allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - allowed)
+        unknown = sorted(set(data) - allowed, key=str)
         if unknown:
             raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
         if "model" in data:
@@ -208,9 +254,10 @@ class RunSpec:
                 InterventionSpec.from_dict(x, f"{where}: interventions[{i}]")
                 for i, x in enumerate(data["interventions"])
             )
+        _check_types(cls, data, where)
         try:
             return cls(**data)
-        except TypeError as exc:
+        except (SpecError, TypeError) as exc:
             raise SpecError(f"{where}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,9 +265,14 @@ class RunSpec:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     def identity(self) -> dict[str, Any]:
-        """The parts of the spec that define the results (output dir and batch size excluded)."""
+        """The parts of the spec that define the results.
+
+        Excluded: the output directory, the batch size, and ``skip_bad_docs`` (samples
+        already scored do not depend on it, so a run stopped by a bad file resumes with
+        ``--skip-bad-docs``; skipped samples are retried by a run without it).
+        """
         data = self.to_dict()
-        for key in ("output", "batch_size"):
+        for key in ("output", "batch_size", "skip_bad_docs"):
             data.pop(key)
         return data
 

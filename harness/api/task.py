@@ -25,6 +25,7 @@ __all__ = [
     "Task",
     "TaskLoadError",
     "SampleError",
+    "BadDoc",
     "build_task",
     "mean_stderr",
 ]
@@ -36,6 +37,22 @@ class TaskLoadError(RuntimeError):
 
 class SampleError(ValueError):
     """One malformed row or unreadable media file; the message names the row / file."""
+
+
+@dataclass(frozen=True, slots=True)
+class BadDoc:
+    """A row that failed its checks at load time, kept in place of its sample(s).
+
+    Loaders produce these only when :attr:`Task.collect_bad_rows` is set (the run's
+    ``--skip-bad-docs``); otherwise the :class:`SampleError` is raised at load time.
+
+    Attributes:
+        doc_id: The row's doc id, or a row label when no id could be read.
+        reason: What is wrong with it (names the row and field).
+    """
+
+    doc_id: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +126,15 @@ class Task:
     default_split: ClassVar[str] = "test"
     grounded: ClassVar[bool] = False
     registry_name: ClassVar[str] = ""
+    #: Set by the evaluator / rank under ``--skip-bad-docs``: loaders then return a
+    #: :class:`BadDoc` for a malformed row instead of raising its :class:`SampleError`.
+    collect_bad_rows: bool = False
+
+    def bad_row(self, out: list[Any], doc_id: str, error: SampleError) -> None:
+        """Handle a malformed row in :meth:`load`: raise ``error``, or append a BadDoc."""
+        if not self.collect_bad_rows:
+            raise error
+        out.append(BadDoc(str(doc_id), str(error)))
 
     # -- data ---------------------------------------------------------------------
     def load(self, split: str | None = None, limit: int | None = None) -> Sequence[Any]:
@@ -166,6 +192,8 @@ def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
     from harness.api.registry import TASKS
 
     cls = TASKS.get(name)
+    if args is not None and not isinstance(args, dict):
+        raise ValueError(f"task {name!r}: args must be a mapping, got {args!r:.60}")
     args = dict(args or {})
     params = inspect.signature(cls.__init__).parameters
     accepted = {p for p in params if p != "self"}
@@ -176,9 +204,25 @@ def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
                 f"task {name!r} does not take argument(s) {unknown}; "
                 f"it takes {sorted(accepted) or 'none'}"
             )
+    _check_arg_types(name, cls, args)
     try:
         obj = cls(**args)
     except TypeError as exc:
         raise ValueError(f"task {name!r}: bad arguments {args}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"task {name!r}: {exc}" if name not in str(exc) else str(exc)) from None
     obj._args = args  # type: ignore[attr-defined]
     return obj
+
+
+def _check_arg_types(name: str, cls: type, args: dict[str, Any]) -> None:
+    """Each argument against the type its ``__init__`` declares (ValueError naming it)."""
+    from harness.api.checks import TypeMismatch, check_value, hints_of
+
+    hints = hints_of(cls.__init__)
+    for key, value in args.items():
+        if key in hints:
+            try:
+                check_value(value, hints[key], f"task {name!r}: argument {key}")
+            except TypeMismatch as exc:
+                raise ValueError(str(exc)) from None

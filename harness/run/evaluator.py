@@ -12,20 +12,30 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.api.specs import RunSpec, SpecError, TaskSpec
-from harness.api.task import SampleError, ScoringContext, Task, TaskLoadError, build_task
+from harness.api.intervention import InterventionError
+from harness.api.specs import RunSpec, TaskSpec
+from harness.api.task import (
+    BadDoc,
+    SampleError,
+    ScoringContext,
+    Task,
+    TaskLoadError,
+    build_task,
+)
 from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
     ResultEntry,
     RunResults,
     SampleLog,
+    unique_rows,
     write_json_atomic,
 )
 
@@ -46,31 +56,21 @@ def samples_filename(task: str, intervention_label: str) -> str:
     return f"{task}__{slug}.jsonl"
 
 
-def _check_output_dir(out: Path, spec: RunSpec) -> None:
-    spec_path = out / SPEC_FILE
-    identity = spec.identity()
-    if spec_path.exists():
-        import json
-
-        previous = json.loads(spec_path.read_text(encoding="utf-8"))
-        if previous != identity:
-            raise SpecError(
-                f"output directory {str(out)!r} holds a run with a different spec; "
-                "use a new --output directory (or the same spec to resume)"
-            )
-    elif out.exists() and any(out.iterdir()):
-        raise SpecError(
-            f"output directory {str(out)!r} is not empty and holds no headscope run; "
-            "choose an empty or new directory"
-        )
-    write_json_atomic(spec_path, identity)
+class BadDataError(ValueError):
+    """A malformed row or unreadable media file, and what to do about it (exit code 2)."""
 
 
-def _load_docs(task: Task, tspec: TaskSpec) -> Sequence[Any]:
+_FIX = "fix or remove it, or pass --skip-bad-docs to count and skip such samples"
+
+
+def _load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
+    """All documents of one task (BadDoc entries in place of malformed rows when skipping)."""
     try:
         docs = list(task.load(split=tspec.split, limit=tspec.limit))
-    except (SampleError, TaskLoadError) as exc:
-        raise EvaluationError(f"task {tspec.name!r}: documents failed to load: {exc}") from exc
+    except SampleError as exc:
+        raise BadDataError(f"task {tspec.name!r}: {exc}; {_FIX}") from None
+    except TaskLoadError as exc:
+        raise BadDataError(f"task {tspec.name!r}: documents failed to load: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - loaders fail in many ways; name the culprit
         raise EvaluationError(
             f"task {tspec.name!r}: documents failed to load: {type(exc).__name__}: {exc}"
@@ -79,8 +79,21 @@ def _load_docs(task: Task, tspec: TaskSpec) -> Sequence[Any]:
         docs = docs[: tspec.limit]
     ids = [d.doc_id for d in docs]
     if len(set(ids)) != len(ids):
-        raise EvaluationError(f"task {tspec.name!r}: duplicate doc ids in the loaded documents")
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise BadDataError(f"task {tspec.name!r}: doc id {dup!r} appears twice in the data")
     return docs
+
+
+def _done_ids(log: SampleLog, skip_bad_docs: bool) -> set[Any]:
+    """Doc ids already in the log (deduplicated on disk first).
+
+    Skipped rows count as done only under ``skip_bad_docs``: a run resumed without the flag
+    retries them, so a fixed file is scored and a still-broken one stops the run.
+    """
+    rows, dropped = unique_rows(log.read())
+    if dropped:
+        log.rewrite(rows)
+    return {r["doc_id"] for r in rows if skip_bad_docs or "skipped" not in r}
 
 
 def _run_cell(
@@ -94,57 +107,73 @@ def _run_cell(
 ) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    done = {row["doc_id"] for row in log.read()}
+    done = _done_ids(log, spec.skip_bad_docs)
     rank, world = shard
     pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
     ctx = ScoringContext(parse_box=adapter.parse_box, seed=spec.seed)
     counters = {"skipped": 0}
     bar = tqdm(total=len(docs), initial=len(docs) - len(pending), desc=desc, leave=False)
-    for start in range(0, len(pending), spec.batch_size):
-        batch, requests = [], []
-        for doc in pending[start : start + spec.batch_size]:
-            try:
-                requests.append(task.request(doc))
-                batch.append(doc)
-            except SampleError as exc:
-                if not spec.skip_bad_docs:
-                    raise EvaluationError(
-                        f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc} "
-                        "(use --skip-bad-docs to count and skip such samples)"
-                    ) from exc
-                log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
-                counters["skipped"] += 1
-                bar.update(1)
-        if not batch:
-            continue
-        t0 = time.perf_counter()
-        generations = adapter.generate(requests)
-        batch_ms = (time.perf_counter() - t0) * 1000.0
-        for doc, req, gen in zip(batch, requests, generations, strict=True):
-            row: dict[str, Any] = {
-                "doc_id": doc.doc_id,
-                "prompt": req.text,
-                "output": gen.text,
-                "timing": {
-                    "prefill_ms": gen.prefill_ms,
-                    "total_ms": gen.total_ms if gen.total_ms is not None else batch_ms / len(batch),
-                    "prompt_tokens": gen.prompt_tokens,
-                    "output_tokens": gen.output_tokens,
-                },
-                **task.sample_log(doc),
-            }
-            try:
-                row["scores"] = task.score(doc, gen, ctx)
-            except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
-                row["error"] = f"{type(exc).__name__}: {exc}"
-            log.append(row)
-            bar.update(1)
-    bar.close()
+    try:  # the bar is cleared before any error is printed
+        for start in range(0, len(pending), spec.batch_size):
+            batch, requests = [], []
+            for doc in pending[start : start + spec.batch_size]:
+                try:
+                    if isinstance(doc, BadDoc):
+                        raise SampleError(doc.reason)
+                    requests.append(task.request(doc))
+                    batch.append(doc)
+                except SampleError as exc:
+                    if not spec.skip_bad_docs:
+                        raise BadDataError(
+                            f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc}; {_FIX} "
+                            "(samples already scored are kept)"
+                        ) from None
+                    log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
+                    counters["skipped"] += 1
+                    bar.update(1)
+            if batch:
+                _score_batch(task, batch, requests, adapter, log, ctx, bar)
+    finally:
+        bar.close()
     return counters
+
+
+def _score_batch(
+    task: Task,
+    batch: list[Any],
+    requests: list[Any],
+    adapter: Any,
+    log: SampleLog,
+    ctx: ScoringContext,
+    bar: Any,
+) -> None:
+    t0 = time.perf_counter()
+    generations = adapter.generate(requests)
+    batch_ms = (time.perf_counter() - t0) * 1000.0
+    for doc, req, gen in zip(batch, requests, generations, strict=True):
+        row: dict[str, Any] = {
+            "doc_id": doc.doc_id,
+            "prompt": req.text,
+            "output": gen.text,
+            "timing": {
+                "prefill_ms": gen.prefill_ms,
+                "total_ms": gen.total_ms if gen.total_ms is not None else batch_ms / len(batch),
+                "prompt_tokens": gen.prompt_tokens,
+                "output_tokens": gen.output_tokens,
+            },
+            **task.sample_log(doc),
+        }
+        try:
+            row["scores"] = task.score(doc, gen, ctx)
+        except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        log.append(row)
+        bar.update(1)
 
 
 def _summarise(task: Task, docs: Sequence[Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     order = {d.doc_id: i for i, d in enumerate(docs)}
+    rows, _ = unique_rows(rows)
     rows = sorted((r for r in rows if r["doc_id"] in order), key=lambda r: order[r["doc_id"]])
     scored = [r for r in rows if "scores" in r]
     failures = [{"doc_id": r["doc_id"], "error": r["error"]} for r in rows if "error" in r]
@@ -196,35 +225,88 @@ def run_grid(
     """
     from harness.api.intervention import build_intervention
     from harness.run import distributed as dist
-    from harness.run.provenance import collect_provenance
+    from harness.run.outdir import OutputLock, check_run_dir
 
     rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
-    # Validate every name before any work is done.
-    tasks = [(t, build_task(t.name, t.args)) for t in spec.tasks]
-    interventions = [(i, build_intervention(i)) for i in spec.interventions]
+    # Validate everything before anything is written: names, arguments, the output
+    # directory, the data; then (model loaded) the interventions against the model.
+    tasks = [(t, _build_task(t, spec.skip_bad_docs)) for t in spec.tasks]
+    interventions = [(i, build_intervention(i, spec.seed)) for i in spec.interventions]
     if adapter is None:
         from harness.api.registry import MODEL_FAMILIES
 
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
+    if rank == 0:
+        check_run_dir(out, spec.identity(), SPEC_FILE)
+    docs_of = {id(task): _load_docs(task, tspec) for tspec, task in tasks}
     if world > 1:
         dist.init_process_group()
-    if rank == 0:
-        _check_output_dir(out, spec)
-    dist.barrier()
-    if adapter is None:
-        from harness.api.model import load_adapter
+    lock = OutputLock(out) if rank == 0 else None
+    started = False
+    try:
+        if lock is not None:
+            lock.acquire()
+            if lock.stale:
+                print(f"headscope: note: taking over the lock of a run that did not finish "
+                      f"(pid {lock.stale.get('pid')}); resuming", file=sys.stderr)  # fmt: skip
+            check_run_dir(out, spec.identity(), SPEC_FILE)  # again, now that we hold the lock
+        if adapter is None:
+            from harness.api.model import load_adapter
 
-        model_spec = spec.model
-        if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
-            model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
-        adapter = load_adapter(model_spec)
+            model_spec = spec.model
+            if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
+                model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
+            adapter = load_adapter(model_spec)
+        _check_interventions(interventions, adapter)
+        if rank == 0:
+            write_json_atomic(out / SPEC_FILE, spec.identity())
+        started = True
+        dist.barrier()
+        return _run(spec, tasks, docs_of, interventions, adapter, out, (rank, world))
+    finally:
+        if lock is not None:
+            lock.release(remove_if_unused=not started)
+
+
+def _build_task(tspec: TaskSpec, skip_bad_docs: bool) -> Task:
+    task = build_task(tspec.name, tspec.args)
+    task.collect_bad_rows = skip_bad_docs
+    return task
+
+
+def _check_interventions(interventions: list[tuple[Any, Any]], adapter: Any) -> None:
+    """Attach and detach each intervention once, before anything is written.
+
+    Arguments that only the model can check (layers, head counts, ranking files) fail here.
+    """
+    for ispec, interv in interventions:
+        try:
+            with interv.attach(adapter):
+                pass
+        except (ValueError, OSError, KeyError) as exc:
+            raise InterventionError(f"intervention {ispec.label!r}: {exc}") from None
+
+
+def _run(
+    spec: RunSpec,
+    tasks: list[tuple[TaskSpec, Task]],
+    docs_of: dict[int, list[Any]],
+    interventions: list[tuple[Any, Any]],
+    adapter: Any,
+    out: Path,
+    shard: tuple[int, int],
+) -> RunResults | None:
+    from harness.run import distributed as dist
+    from harness.run.provenance import collect_provenance
+
+    rank, world = shard
     entries: list[ResultEntry] = []
     metric_defs: dict[str, list[MetricDefRecord]] = {}
     provenance = collect_provenance(adapter)
     provenance["settings"]["world_size"] = world
     for tspec, task in tasks:
-        docs = _load_docs(task, tspec)
+        docs = docs_of[id(task)]
         metric_defs[tspec.name] = [
             MetricDefRecord(m.name, m.higher_is_better, m.description) for m in task.metrics
         ]

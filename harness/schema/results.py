@@ -9,6 +9,7 @@ a half-written file behind.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -23,8 +24,11 @@ __all__ = [
     "ResultEntry",
     "RunResults",
     "SampleLog",
+    "unique_rows",
     "ResultsError",
     "write_json_atomic",
+    "file_mode",
+    "json_safe",
     "load_results",
 ]
 
@@ -45,14 +49,18 @@ def write_json_atomic(
         path: Target file; its parent directories are created.
         data: JSON-serialisable data (arrays and paths are converted).
         indent: ``json.dump`` indentation (None = one compact line).
-        allow_nan: False refuses NaN / Infinity (not valid JSON) with a ValueError.
+        allow_nan: True writes NaN / Infinity (not valid JSON) as null; False refuses them
+            with a ValueError.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())  # mkstemp makes 0600; results follow the user's umask
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=indent, allow_nan=allow_nan, default=_json_default)
+            # NaN / ±inf are not JSON: written as null, or refused (allow_nan=False).
+            safe = json_safe(data) if allow_nan else data
+            json.dump(safe, fh, indent=indent, allow_nan=False, default=_json_default)
             if indent is not None:
                 fh.write("\n")
             fh.flush()
@@ -61,6 +69,26 @@ def write_json_atomic(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def file_mode() -> int:
+    """``0o666`` minus the process umask: the mode a plain ``open()`` gives a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def json_safe(value: Any) -> Any:
+    """A copy with every non-finite float (NaN, ±inf — not JSON) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        return json_safe(value.tolist())
+    return value
 
 
 def _json_default(obj: Any) -> Any:
@@ -181,18 +209,31 @@ class RunResults:
             raise ResultsError(
                 f"{where}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
             )
-        try:
-            defs = {t: [MetricDefRecord(**d) for d in ds] for t, ds in data["metric_defs"].items()}
-            entries = []
-            for raw in data["entries"]:
-                raw = dict(raw)
-                raw["metrics"] = [MetricRecord(**m) for m in raw["metrics"]]
-                entries.append(ResultEntry(**raw))
-            fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-            fields.update(metric_defs=defs, entries=entries)
-            return cls(**fields)
-        except (KeyError, TypeError) as exc:
-            raise ResultsError(f"{where}: malformed results: {exc}") from None
+        defs_raw, entries_raw = data.get("metric_defs"), data.get("entries")
+        if not isinstance(defs_raw, dict) or not isinstance(entries_raw, list):
+            raise ResultsError(f"{where}: malformed results: needs 'metric_defs' and 'entries'")
+        defs = {
+            t: [
+                _record(MetricDefRecord, d, f"{where}: metric_defs[{t!r}]")
+                for d in _list(ds, f"{where}: metric_defs")
+            ]
+            for t, ds in defs_raw.items()
+        }
+        entries = []
+        for i, raw in enumerate(entries_raw):
+            at = f"{where}: entries[{i}]"
+            if not isinstance(raw, dict):
+                raise ResultsError(f"{at}: expected a mapping, got {type(raw).__name__}")
+            at += f" ({raw.get('task')}/{raw.get('intervention')})"
+            raw = dict(raw)
+            raw["metrics"] = [
+                _record(MetricRecord, m, f"{at} metric {j}")
+                for j, m in enumerate(_list(raw.get("metrics"), f"{at}: metrics"))
+            ]
+            entries.append(_record(ResultEntry, raw, at))
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        fields.update(metric_defs=defs, entries=entries)
+        return _record(cls, fields, where)
 
     def higher_is_better(self, task: str, metric: str) -> bool:
         """Direction of ``metric`` of ``task``, from its single declaration."""
@@ -200,6 +241,28 @@ class RunResults:
             if d.name == metric:
                 return d.higher_is_better
         raise KeyError(f"no metric definition for {task}/{metric}")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ResultsError(f"{where}: expected a list, got {value!r:.60}")
+    return value
+
+
+def _record(cls: type, raw: Any, where: str) -> Any:
+    """Build one schema record, every field type-checked (ResultsError naming the field)."""
+    from harness.api.checks import TypeMismatch, check_fields
+
+    if not isinstance(raw, dict):
+        raise ResultsError(f"{where}: expected a mapping, got {raw!r:.60}")
+    try:
+        obj = cls(**raw)
+        check_fields(obj, where)
+    except TypeError as exc:
+        raise ResultsError(f"{where}: malformed: {exc}") from None
+    except TypeMismatch as exc:
+        raise ResultsError(str(exc)) from None
+    return obj
 
 
 def load_results(path: str | Path) -> RunResults:
@@ -249,10 +312,40 @@ class SampleLog:
                 fh.truncate(good_end)
         return rows
 
+    def rewrite(self, rows: list[dict[str, Any]]) -> None:
+        """Replace the log by ``rows`` atomically (temp file + rename)."""
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+        )
+        try:
+            os.fchmod(fd, file_mode())
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(_jsonl(row) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def append(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
-        line = json.dumps(row, default=_json_default, ensure_ascii=False)
+        line = _jsonl(row)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _jsonl(row: dict[str, Any]) -> str:
+    return json.dumps(json_safe(row), default=_json_default, ensure_ascii=False, allow_nan=False)
+
+
+def unique_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Rows deduplicated by ``doc_id`` (the last row of a doc wins) and the number dropped."""
+    last: dict[Any, dict[str, Any]] = {}
+    for row in rows:
+        last.pop(row.get("doc_id"), None)  # re-insert: order follows the kept row
+        last[row.get("doc_id")] = row
+    return list(last.values()), len(rows) - len(last)

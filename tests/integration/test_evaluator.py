@@ -3,7 +3,7 @@ import json
 import pytest
 
 from harness.api.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
-from harness.run.evaluator import EvaluationError, run_grid, samples_filename
+from harness.run.evaluator import BadDataError, run_grid, samples_filename
 from harness.schema.results import load_results
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
@@ -77,7 +77,7 @@ def test_bad_media_stops_with_clear_error_or_counted_skip(tmp_path):
     spec = RunSpec(
         tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),), output=str(tmp_path / "a")
     )
-    with pytest.raises(EvaluationError, match=r"d002.*nonexistent/d002.jpg.*--skip-bad-docs"):
+    with pytest.raises(BadDataError, match=r"d002.*nonexistent/d002.jpg.*--skip-bad-docs"):
         run_grid(spec, ScriptedAdapter(correct_on_even))
     spec = RunSpec(
         tasks=(TaskSpec("test_echo", args={"n": 6, "broken": (2,)}),),
