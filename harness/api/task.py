@@ -26,6 +26,7 @@ __all__ = [
     "TaskLoadError",
     "SampleError",
     "BadDoc",
+    "BadDataError",
     "build_task",
     "mean_stderr",
 ]
@@ -37,6 +38,12 @@ class TaskLoadError(RuntimeError):
 
 class SampleError(ValueError):
     """One malformed row or unreadable media file; the message names the row / file."""
+
+
+class BadDataError(ValueError):
+    """Malformed data that stops a run, and what to do about it (a usage error: exit code 2)."""
+
+    FIX = "fix or remove it, or pass --skip-bad-docs to count and skip such samples"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="top heads per task: a count (e.g. 30) or a fraction of all heads (default 0.05)",
     )
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
+    parser.add_argument(
+        "--skip-bad-docs",
+        action="store_true",
+        help="count and skip malformed rows and unreadable media (default: stop, naming them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,9 +46,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
 
+    from harness.run.outdir import check_writable
+
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
         build_task(spec.name, spec.args)
+    check_writable(args.output)
     adapter = load_model(args)
     try:
         report = run_rank(
@@ -55,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             n_boot=args.n_boot,
             progress=not args.no_progress,
             plots=not args.no_plots,
+            skip_bad_docs=args.skip_bad_docs,
         )
     except (ProbeError, TaskLoadError) as exc:
         print(f"headscope rank: {exc}", file=sys.stderr)

@@ -133,6 +133,11 @@ def main_job(args: argparse.Namespace) -> int:
     from harness.api.specs import ModelSpec, SpecError, check_task_args
     from harness.run.main_job import ProtocolConfig, mini_tasks, run_protocol
 
+    if args.interventions:
+        raise SpecError(
+            "--interventions needs --tasks or --config: without them `headscope run` starts "
+            "the main job, which runs its own interventions"
+        )
     model: dict[str, Any] = {"name": args.model or "toy"}
     if args.model_args is not None:
         if not isinstance(args.model_args, dict):
@@ -151,6 +156,8 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["seed"] = args.seed
     if args.batch_size is not None:
         kwargs["batch_size"] = args.batch_size
+    if args.skip_bad_docs:
+        kwargs["skip_bad_docs"] = True
     cfg = ProtocolConfig(**kwargs)
     t0 = time.perf_counter()
     run_protocol(model_spec, cfg, args.output or "headscope_out")

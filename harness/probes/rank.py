@@ -7,9 +7,11 @@ post-softmax mass on the evidence columns Ω(V*) (``O(n_q · S)`` memory). Per t
 ``[N, L, H]`` values become a :class:`~harness.schema.ranking.TaskRam` (mean, stderr, bootstrap CI);
 the tasks together make the ranking file that ``ablate`` and ``hybrid`` read.
 
-Samples whose evidence cannot be mapped (:class:`~harness.api.payloads.EvidenceError`), whose
-media cannot be read (:class:`~harness.api.task.SampleError`), or whose evidence covers no
-token are skipped, counted and reported; any other error stops the run.
+Samples whose evidence cannot be mapped (:class:`~harness.api.payloads.EvidenceError`) or
+covers no token are skipped, counted and reported. Malformed rows and unreadable media
+(:class:`~harness.api.task.SampleError`) follow the rule of ``headscope run``: they stop the
+run with an error naming the row, or with ``skip_bad_docs`` are skipped, counted and reported
+with their reason. Any other error stops the run.
 
 Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.schema.ranking` format),
 ``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`) and
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import EvidenceError
-from harness.api.task import SampleError, build_task
+from harness.api.task import BadDataError, BadDoc, SampleError, build_task
 from harness.probes.record import ProbeError, prepare_single, record_masses
 
 if TYPE_CHECKING:
@@ -80,12 +82,18 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def probe_task(adapter: Any, tspec: TaskSpec, *, progress: bool = True) -> TaskProbe:
+def probe_task(
+    adapter: Any, tspec: TaskSpec, *, progress: bool = True, skip_bad_docs: bool = False
+) -> TaskProbe:
     """Probe every sample of one task (see the module docstring for skipping rules)."""
     from tqdm.auto import tqdm
 
     task = build_task(tspec.name, tspec.args)
-    docs = list(task.load(split=tspec.split, limit=tspec.limit))
+    task.collect_bad_rows = skip_bad_docs
+    try:
+        docs = list(task.load(split=tspec.split, limit=tspec.limit))
+    except SampleError as exc:
+        raise BadDataError(f"task {tspec.name!r}: {exc}; {BadDataError.FIX}") from None
     if tspec.limit is not None:
         docs = docs[: tspec.limit]
     spec = {
@@ -99,7 +107,17 @@ def probe_task(adapter: Any, tspec: TaskSpec, *, progress: bool = True) -> TaskP
     no_evidence = 0
     for doc in tqdm(docs, desc=f"rank {tspec.name}", disable=not progress, leave=False):
         try:
+            if isinstance(doc, BadDoc):
+                raise SampleError(doc.reason)
             request = task.request(doc)
+        except SampleError as exc:  # malformed row or media: the same rule as `run`
+            if not skip_bad_docs:
+                raise BadDataError(
+                    f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}; {BadDataError.FIX}"
+                ) from None
+            out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
+            continue
+        try:
             evidence = task.evidence(doc, request)
             if evidence is None:
                 no_evidence += 1
@@ -109,7 +127,7 @@ def probe_task(adapter: Any, tspec: TaskSpec, *, progress: bool = True) -> TaskP
                 raise EvidenceError("the evidence covers no visual token")
             if not spans.instruction:
                 raise EvidenceError("no instruction tokens")
-        except (EvidenceError, SampleError) as exc:
+        except EvidenceError as exc:
             out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
             continue
         inputs = prepare_single(adapter, request, spans)
@@ -252,12 +270,15 @@ def run_rank(
     n_boot: int = 1000,
     progress: bool = True,
     plots: bool = True,
+    skip_bad_docs: bool = False,
 ) -> RankReport:
     """Probe the tasks, write ``ranking.json``, ``spearman.json`` and heatmaps to ``output``."""
     from harness.schema.ranking import save_ranking
 
     out = Path(output)
-    probes = [probe_task(adapter, t, progress=progress) for t in tspecs]
+    probes = [
+        probe_task(adapter, t, progress=progress, skip_bad_docs=skip_bad_docs) for t in tspecs
+    ]
     ranking = build_ranking(adapter, probes, seed=seed, n_boot=n_boot)
     cross = cross_task(ranking, top_k=top_k, n_boot=n_boot, seed=seed)
     skipped = {p.name: p.skipped for p in probes}

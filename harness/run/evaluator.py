@@ -22,6 +22,7 @@ from typing import Any
 from harness.api.intervention import InterventionError
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import (
+    BadDataError,
     BadDoc,
     SampleError,
     ScoringContext,
@@ -39,7 +40,7 @@ from harness.schema.results import (
     write_json_atomic,
 )
 
-__all__ = ["run_grid", "EvaluationError", "samples_filename"]
+__all__ = ["run_grid", "EvaluationError", "BadDataError", "samples_filename"]
 
 SPEC_FILE = "run_spec.json"
 
@@ -56,11 +57,7 @@ def samples_filename(task: str, intervention_label: str) -> str:
     return f"{task}__{slug}.jsonl"
 
 
-class BadDataError(ValueError):
-    """A malformed row or unreadable media file, and what to do about it (exit code 2)."""
-
-
-_FIX = "fix or remove it, or pass --skip-bad-docs to count and skip such samples"
+_FIX = BadDataError.FIX
 
 
 def _load_docs(task: Task, tspec: TaskSpec) -> list[Any]:

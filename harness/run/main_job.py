@@ -61,6 +61,7 @@ class ProtocolConfig:
         bench_geometry: Geometry preset of the benchmark (``headscope bench hybrid``).
         diagnose_tasks: Tasks for module diagnostics; n_diagnose documents each.
         task_args: Per-task variant arguments (data paths of the real benchmarks...).
+        skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
     """
 
     tasks: tuple[str, ...] = field(default_factory=mini_tasks)
@@ -82,6 +83,16 @@ class ProtocolConfig:
     task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     batch_size: int = 16
+    skip_bad_docs: bool = False
+
+    def __post_init__(self) -> None:
+        from harness.api.specs import SpecError
+
+        for name in ("n_eval", "n_rank", "n_diagnose", "batch_size", "random_draws"):
+            if getattr(self, name) < 1:
+                raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise SpecError(f"main job: seed must be ≥ 0, got {self.seed}")
 
 
 def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
@@ -121,7 +132,28 @@ def _stage(title: str) -> float:
 
 
 def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> dict[str, Any]:
-    """Run every stage of the main job; return the summary (also saved as summary.json)."""
+    """Run every stage of the main job; return the summary (also saved as summary.json).
+
+    Names, task arguments and the directory are checked before anything is written; the
+    directory is locked while the job runs (a second job into it is refused).
+    """
+    from harness.api.registry import MODEL_FAMILIES
+    from harness.api.task import build_task
+    from harness.run.evaluator import SPEC_FILE
+    from harness.run.outdir import OutputLock, check_main_job_dir
+
+    out = Path(output)
+    MODEL_FAMILIES.get(model_spec.name)
+    names = dict.fromkeys((*cfg.tasks, *(cfg.rank_tasks or ()), *cfg.diagnose_tasks))
+    built = {n: build_task(n, _task_spec(n, 1, cfg).args) for n in names}
+    if not (cfg.rank_tasks or any(built[n].grounded for n in cfg.tasks)):
+        raise ValueError("the protocol needs at least one grounded task to rank heads on")
+    check_main_job_dir(out, SPEC_FILE)
+    with OutputLock(out, "main job directory"):
+        return _stages(model_spec, cfg, out)
+
+
+def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.api.model import load_adapter
     from harness.api.registry import TASKS
     from harness.api.specs import RunSpec
@@ -129,8 +161,6 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     from harness.run.evaluator import run_grid
     from harness.schema.results import write_json_atomic
 
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     t = _stage(f"loading model {model_spec.name}")
     adapter = load_adapter(model_spec)
@@ -145,7 +175,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
         print(f"   reusing {ranking_path}")
     else:
         report = run_rank(adapter, [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks],
-                          out / "rank", seed=cfg.seed)  # fmt: skip
+                          out / "rank", seed=cfg.seed,
+                          skip_bad_docs=cfg.skip_bad_docs)  # fmt: skip
         print(format_report(report))
     timings["rank_s"] = time.perf_counter() - t
 
@@ -157,6 +188,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
         seed=cfg.seed,
         batch_size=cfg.batch_size,
         output=str(out / "accuracy"),
+        skip_bad_docs=cfg.skip_bad_docs,
     )
     results = run_grid(spec, adapter)
     timings["accuracy_s"] = time.perf_counter() - t

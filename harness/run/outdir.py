@@ -21,7 +21,14 @@ from typing import Any
 from harness.api.specs import SpecError
 from harness.schema.results import file_mode
 
-__all__ = ["LOCK_FILE", "OutputDirError", "OutputLock", "check_writable", "check_run_dir"]
+__all__ = [
+    "LOCK_FILE",
+    "OutputDirError",
+    "OutputLock",
+    "check_writable",
+    "check_run_dir",
+    "check_main_job_dir",
+]
 
 LOCK_FILE = ".headscope.lock"
 
@@ -139,7 +146,7 @@ class OutputLock:
         return self.acquire()
 
     def __exit__(self, *exc: Any) -> None:
-        self.release()
+        self.release(remove_if_unused=True)
 
 
 def _read_info(fd: int) -> dict[str, Any]:
@@ -185,3 +192,25 @@ def check_run_dir(out: Path, identity: dict[str, Any], spec_file: str) -> None:
 
 #: Keys older run_spec.json files recorded that no longer define a run's identity.
 NOT_IDENTITY = ("skip_bad_docs",)
+
+
+#: What the main job writes at the top of its directory.
+MAIN_JOB_ENTRIES = ("rank", "accuracy", "bench_hybrid.json", "diagnose", "leaderboards",
+                    "summary.json")  # fmt: skip
+
+
+def check_main_job_dir(out: Path, spec_file: str) -> None:
+    """Refuse a grid directory, or a non-empty one that holds no main-job output; no writes."""
+    check_writable(out, "main job directory")
+    if (out / spec_file).exists() or (out / "results.json").exists():
+        raise OutputDirError(
+            f"{str(out)!r} holds a grid run ({spec_file}); the main job writes its stages "
+            "(rank/, accuracy/, ...) into a directory of its own: choose another --output"
+        )
+    if out.is_dir():
+        names = {p.name for p in out.iterdir()} - {LOCK_FILE}
+        if names and not names & set(MAIN_JOB_ENTRIES):
+            raise OutputDirError(
+                f"main job directory {str(out)!r} is not empty and holds no main-job output; "
+                "choose an empty or new directory"
+            )
