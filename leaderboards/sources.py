@@ -128,6 +128,12 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
         getattr(sources, kind).append(bench)
 
 
+#: File names headscope writes: one of these that does not parse is an error, not a skip.
+OWN_FILES = ("results.json", "ranking.json", "spearman.json", "summary.json",
+             "bench_hybrid.json", "run_spec.json", "diagnostics_paper.json",
+             "diagnostics_code.json")  # fmt: skip
+
+
 def load_sources(paths: Sequence[str | Path]) -> Sources:
     """Load every recognised file under ``paths`` (see the module docstring).
 
@@ -147,18 +153,30 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
             seen.add(real)
             try:
                 doc = json.loads(file.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                if file == path:
-                    raise MergeError(f"{file}: not valid JSON ({exc})") from None
-                sources.warnings.append(f"{file}: skipped, not valid JSON")
+            except (ValueError, OSError) as exc:  # JSON/Unicode errors, unreadable file
+                why = exc.strerror if isinstance(exc, OSError) else f"not valid JSON: {exc}"
+                if file == path or file.name in OWN_FILES:
+                    raise MergeError(
+                        f"{file}: {why} (a truncated or damaged headscope file: rerun the "
+                        "command that wrote it, or leave it out)"
+                    ) from None
+                sources.warnings.append(f"{file}: skipped, {why}")
                 continue
             kind = classify(doc)
             if kind is None:
                 if file == path:
                     raise MergeError(f"{file}: not a headscope results/ranking/bench file")
                 continue
-            _add(sources, file, kind, doc)
+            try:
+                _add(sources, file, kind, doc)
+            except (KeyError, TypeError, AttributeError, IndexError) as exc:
+                raise MergeError(
+                    f"{file}: malformed {kind} file ({type(exc).__name__}: {exc})"
+                ) from None
     if sources.empty():
         names = ", ".join(str(p) for p in paths)
-        raise MergeError(f"no headscope results found in {names}")
+        skipped = "; ".join(sources.warnings)
+        raise MergeError(
+            f"no headscope results found in {names}" + (f" ({skipped})" if skipped else "")
+        )
     return sources

@@ -72,13 +72,26 @@ def _open_source(value: Any, where: str) -> tuple[Any, str]:
     raise SampleError(f"{where}: no image data (got {type(value).__name__})")
 
 
+def _reason(exc: BaseException) -> str:
+    """Why a file could not be decoded, for the error naming it.
+
+    PIL raises many types: unidentified format, truncated data, malformed chunks, and
+    DecompressionBombError for a header claiming over 2 × ``Image.MAX_IMAGE_PIXELS`` pixels.
+    """
+    from PIL import Image
+
+    if isinstance(exc, Image.DecompressionBombError):
+        return f"image too large to decode safely ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def to_pil(value: Any, where: str) -> Any:
     """A PIL RGB image from a PIL image, :class:`RowImage`, bytes, ``{"bytes", "path"}`` or path.
 
     Raises:
         SampleError: naming the file (or the row) when it is missing or unreadable.
     """
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     source, name = _open_source(value, where)
     if isinstance(source, Image.Image):
@@ -86,8 +99,8 @@ def to_pil(value: Any, where: str) -> Any:
     try:
         with Image.open(source) as img:
             return img.convert("RGB")
-    except (UnidentifiedImageError, OSError) as exc:
-        raise SampleError(f"{where}: cannot read image {name!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - any decoding failure means an unreadable file
+        raise SampleError(f"{where}: cannot read image {name!r}: {_reason(exc)}") from None
 
 
 def open_image(value: Any, where: str, root: str | None = None) -> Any:
@@ -99,7 +112,7 @@ def open_image(value: Any, where: str, root: str | None = None) -> Any:
 
 def image_size(value: Any, where: str) -> tuple[int, int]:
     """(width, height) of an image source, reading only the file header when possible."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     source, name = _open_source(value, where)
     if isinstance(source, Image.Image):
@@ -107,8 +120,8 @@ def image_size(value: Any, where: str) -> tuple[int, int]:
     try:
         with Image.open(source) as img:
             return img.size
-    except (UnidentifiedImageError, OSError) as exc:
-        raise SampleError(f"{where}: cannot read image {name!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - any decoding failure means an unreadable file
+        raise SampleError(f"{where}: cannot read image {name!r}: {_reason(exc)}") from None
 
 
 def resolve_path(value: Any, root: str | None) -> Any:

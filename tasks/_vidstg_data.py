@@ -8,6 +8,7 @@ Conventions normalised once here: ``used_segment`` and ``temporal_gt`` are
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ def vidor_box(bbox: Any, where: str) -> Box:
 def _fid_range(value: Any, where: str, name: str) -> tuple[int, int]:
     try:
         begin, end = int(value["begin_fid"]), int(value["end_fid"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise SampleError(
             f"{where}: {name} needs integer begin_fid/end_fid, got {value!r}"
         ) from None
@@ -103,7 +104,9 @@ def normalise_entry(
     """
     try:
         return _normalise(entry, trajectories, where, entry_index)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+    except SampleError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise SampleError(f"{where}: malformed entry ({type(exc).__name__}: {exc})") from None
 
 
@@ -116,6 +119,9 @@ def _normalise(
     span = _fid_range(entry["temporal_gt"], where, "temporal_gt")
     if not (segment[0] <= span[0] and span[1] <= segment[1] <= int(entry["frame_count"])):
         raise SampleError(f"{where}: temporal_gt {span} is outside used_segment {segment}")
+    width, height, fps = int(entry["width"]), int(entry["height"]), float(entry["fps"])
+    if width <= 0 or height <= 0 or not (math.isfinite(fps) and fps > 0):
+        raise SampleError(f"{where}: width/height/fps {width}/{height}/{fps} must be positive")
     categories = {int(o["tid"]): str(o["category"]) for o in entry["subject/objects"]}
     vid = str(entry["vid"])
     out: list[VidSTGSample] = []
@@ -129,6 +135,11 @@ def _normalise(
                 raise SampleError(f"{where} {key}[{k}]: target_id {tid} not in subject/objects")
             if tid not in tubes:
                 tubes[tid] = _tube(trajectories, tid, span, where)
+                if all(b.clip(width, height) is None for b in tubes[tid].values()):
+                    raise SampleError(
+                        f"{where} {key}[{k}]: the tube of target {tid} lies wholly outside the "
+                        f"{width}×{height} frame"
+                    )
             out.append(
                 VidSTGSample(
                     doc_id=f"{vid}:{entry_index}:{sentence_type[0]}{k}",
@@ -140,9 +151,9 @@ def _normalise(
                     segment=segment,
                     span=span,
                     tube=tubes[tid],
-                    width=int(entry["width"]),
-                    height=int(entry["height"]),
-                    fps=float(entry["fps"]),
+                    width=width,
+                    height=height,
+                    fps=fps,
                     video_name=str(entry.get("video_path") or f"{vid}.mp4"),
                 )
             )

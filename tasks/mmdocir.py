@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,25 +172,50 @@ class MMDocIR(Task):
         out: list[DocIRSample] = []
         for i, note in enumerate(notes):
             where = row_id("mmdocir annotations", i, note, "doc_name")
-            require(note, ["doc_name", "page_indices", "questions"], where)
-            span = parse_list(note["page_indices"], where, "page_indices")
-            if len(span) != 2 or not 0 <= span[0] <= span[1] < len(pages_meta):
-                raise SampleError(
-                    f"{where}: page_indices {span} outside the {len(pages_meta)} pages"
-                )
-            for end in (span[0], span[1]):
-                if pages_meta[end]["doc_name"] != note["doc_name"]:
-                    raise SampleError(f"{where}: pages row {end} belongs to another document")
-            pages = tuple(RowImage(media, r, "image_binary") for r in range(span[0], span[1] + 1))
-            for k, q in enumerate(note["questions"]):
-                out.append(self._sample(note, k, q, pages, f"{where} question {k}"))
+            try:
+                pages, questions = self._document(note, pages_meta, media, where)
+            except SampleError as exc:
+                self.bad_row(out, where, exc)
+                questions = []
+            for k, q in enumerate(questions):
+                try:
+                    out.append(self._sample(note, k, q, pages, f"{where} question {k}"))
+                except SampleError as exc:
+                    self.bad_row(out, f"{note['doc_name']}#{k}", exc)
                 if limit is not None and len(out) >= limit:
                     return out
+            if limit is not None and len(out) >= limit:
+                return out
         return out
+
+    @staticmethod
+    def _document(note: Any, pages_meta: Any, media: Any, where: str) -> tuple[tuple, list]:
+        """The page sources of one annotated document and its questions (checked)."""
+        if not isinstance(note, dict):
+            raise SampleError(f"{where}: not a JSON object")
+        require(note, ["doc_name", "page_indices", "questions"], where)
+        span = parse_list(note["page_indices"], where, "page_indices")
+        if (
+            len(span) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+            or not 0 <= span[0] <= span[1] < len(pages_meta)
+        ):
+            raise SampleError(f"{where}: page_indices {span} outside the {len(pages_meta)} pages")
+        for end in (span[0], span[1]):
+            if pages_meta[end]["doc_name"] != note["doc_name"]:
+                raise SampleError(f"{where}: pages row {end} belongs to another document")
+        questions = note["questions"]
+        if not isinstance(questions, list) or not all(isinstance(q, dict) for q in questions):
+            raise SampleError(f"{where}: questions must be a list of objects")
+        pages = tuple(RowImage(media, r, "image_binary") for r in range(span[0], span[1] + 1))
+        return pages, questions
 
     def _sample(self, note: dict, k: int, q: dict, pages: tuple, where: str) -> DocIRSample:
         require(q, ["Q", "page_id"], where)
-        gold = [int(p) for p in parse_list(q["page_id"], where, "page_id")]
+        try:
+            gold = [int(p) for p in parse_list(q["page_id"], where, "page_id")]
+        except (TypeError, ValueError, OverflowError):
+            raise SampleError(f"{where}: page_id {q['page_id']!r} is not a list of pages") from None
         if not gold or any(not 0 <= p < len(pages) for p in gold):
             raise SampleError(f"{where}: page_id {gold} outside the document's {len(pages)} pages")
         sizes = {p: image_size(pages[p], f"{where} page {p}") for p in set(gold)}
@@ -198,12 +224,18 @@ class MMDocIR(Task):
             try:
                 page, (pw, ph) = int(item["page"]), (float(v) for v in item["page_size"])
                 x1, y1, x2, y2 = (float(v) for v in item["bbox"])
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, OverflowError):
                 raise SampleError(f"{where}: malformed layout_mapping entry {item!r}") from None
+            if not all(math.isfinite(v) for v in (pw, ph, x1, y1, x2, y2)):
+                raise SampleError(f"{where}: layout_mapping entry {item!r} is not finite")
             if page not in sizes or pw <= 0 or ph <= 0:
                 raise SampleError(f"{where}: layout on page {page} not among gold pages {gold}")
             if not (x2 > x1 and y2 > y1):
                 raise SampleError(f"{where}: layout bbox {item['bbox']} has no area")
+            if Box(x1, y1, x2, y2).clip(pw, ph) is None:
+                raise SampleError(
+                    f"{where}: layout bbox {item['bbox']} lies outside its {pw:g}×{ph:g} page"
+                )
             w, h = sizes[page]
             layouts.append((page, Box(x1 * w / pw, y1 * h / ph, x2 * w / pw, y2 * h / ph)))
         return DocIRSample(

@@ -136,7 +136,10 @@ class MMLongBenchDoc(RowSource, Task):
         split = split or self.default_split
         out = []
         for i, row in enumerate(self.source_rows("mmlongbench_doc", split)):
-            out.append(self._sample(row, i))
+            try:
+                out.append(self._sample(row, i))
+            except SampleError as exc:
+                self.bad_row(out, row_id("mmlongbench_doc", i, row, "doc_id"), exc)
             if limit is not None and len(out) >= limit:
                 break
         return out
@@ -148,7 +151,7 @@ class MMLongBenchDoc(RowSource, Task):
         if fmt not in FORMATS:
             raise SampleError(f"{where}: answer_format {fmt!r} not one of {FORMATS}")
         pages = parse_list(row["evidence_pages"], where, "evidence_pages")
-        if not all(isinstance(p, int) and p >= 1 for p in pages):
+        if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in pages):
             raise SampleError(f"{where}: evidence_pages {pages!r} must be 1-based page numbers")
         sources = parse_list(row.get("evidence_sources") or "[]", where, "evidence_sources")
         return DocSample(

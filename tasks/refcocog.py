@@ -10,7 +10,9 @@
 - Paper: Mao et al., "Generation and Comprehension of Unambiguous Object Descriptions",
   CVPR 2016 (umd split: Nagaraja et al., ECCV 2016).
 - Normalisation (once, in :meth:`RefCOCOg.load`): ``bbox`` → :class:`~harness.api.payloads.Box`
-  xyxy pixels via ``Box.from_xywh``; a box with non-positive width or height is a malformed row.
+  xyxy pixels via ``Box.from_xywh``; a box with a non-finite value or a non-positive width or
+  height is a malformed row, and so is a gold box lying wholly outside its image (found when
+  the image is read): an error naming the row, or with ``--skip-bad-docs`` a counted skip.
 - Prompt: "Please provide the bounding box coordinate of the region this sentence describes:
   {expression}." — the coordinate convention of the answer belongs to the model adapter
   (``ScoringContext.parse_box``); the task owns the IoU.
@@ -22,6 +24,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -75,6 +78,8 @@ def parse_bbox_xywh(value: Any, where: str) -> Box:
         x, y, w, h = (float(v) for v in vals)
     except (TypeError, ValueError):
         raise SampleError(f"{where}: bbox {vals!r} is not numeric") from None
+    if not all(math.isfinite(v) for v in (x, y, w, h)):
+        raise SampleError(f"{where}: bbox {vals!r} has a non-finite value")
     # Compare the corners, not w/h: a tiny width can vanish in x + w.
     if not (w > 0 and h > 0 and x + w > x and y + h > y):
         raise SampleError(f"{where}: bbox {vals!r} has a non-positive width or height")
@@ -137,13 +142,13 @@ class RefCOCOg(RowSource, Task):
         out: list[RefSample] = []
         for i, row in enumerate(meta):
             where = row_id("refcocog", i, row, "question_id")
-            require(row, ["question_id", "answer", "bbox"], where)
-            box = parse_bbox_xywh(row["bbox"], where)
-            answer = row["answer"]
-            exprs = [answer] if isinstance(answer, str) and not answer.startswith("[") else None
-            exprs = exprs or parse_list(answer, where, "answer")
-            if not exprs or not all(isinstance(e, str) and e.strip() for e in exprs):
-                raise SampleError(f"{where}: answer {answer!r} holds no referring expression")
+            try:
+                box, exprs = self._check_row(row, where)
+            except SampleError as exc:
+                self.bad_row(out, where, exc)
+                if limit is not None and len(out) >= limit:
+                    return out
+                continue
             for k, expr in enumerate(exprs):
                 out.append(
                     RefSample(
@@ -158,6 +163,17 @@ class RefCOCOg(RowSource, Task):
                     return out
         return out
 
+    @staticmethod
+    def _check_row(row: dict[str, Any], where: str) -> tuple[Box, list[str]]:
+        require(row, ["question_id", "answer", "bbox"], where)
+        box = parse_bbox_xywh(row["bbox"], where)
+        answer = row["answer"]
+        exprs = [answer] if isinstance(answer, str) and not answer.startswith("[") else None
+        exprs = exprs or parse_list(answer, where, "answer")
+        if not exprs or not all(isinstance(e, str) and e.strip() for e in exprs):
+            raise SampleError(f"{where}: answer {answer!r} holds no referring expression")
+        return box, exprs
+
     def _image_source(self, sample: RefSample) -> Any:
         src = sample.image.raw() if isinstance(sample.image, RowImage) else sample.image
         return resolve_path(src, self.image_root)
@@ -169,6 +185,11 @@ class RefCOCOg(RowSource, Task):
     def request(self, sample: RefSample) -> Request:
         """The image and the REC instruction."""
         image = open_image(self._image_source(sample), f"refcocog doc {sample.doc_id}")
+        if sample.box.clip(*image.size) is None:  # malformed evidence: never scored silently
+            raise SampleError(
+                f"refcocog doc {sample.doc_id}: gold box {sample.box.as_tuple()} lies outside "
+                f"the {image.size[0]}×{image.size[1]} image"
+            )
         return Request(text=self.prompt(sample), images=(image,), max_new_tokens=32)
 
     def evidence(self, sample: RefSample, request: Request) -> BoxEvidence:

@@ -131,11 +131,18 @@ class VidSTG(Task):
         vidor_cache: dict[str, tuple[Any, Any]] = {}  # entries of one video share its file
         samples: list[VidSTGSample] = []
         for i, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                raise SampleError(f"vidstg {path.name} entry {i}: not a JSON object")
-            where = f"vidstg {path.name} entry {i} (vid={entry.get('vid')!r})"
-            trajectories, video_name = self._vidor(entry, vidor_files, vidor_cache, where)
-            for s in normalise_entry({**entry, "video_path": video_name}, trajectories, where, i):
+            where = f"vidstg {path.name} entry {i}"
+            try:
+                if not isinstance(entry, dict):
+                    raise SampleError(f"{where}: not a JSON object")
+                where += f" (vid={entry.get('vid')!r})"
+                trajectories, video_name = self._vidor(entry, vidor_files, vidor_cache, where)
+                entry = {**entry, "video_path": video_name}
+                found = normalise_entry(entry, trajectories, where, i)
+            except SampleError as exc:
+                self.bad_row(samples, where, exc)
+                found = []
+            for s in found:
                 if self.sentence_type in ("all", s.sentence_type):
                     samples.append(s)
             if limit is not None and len(samples) >= limit:
@@ -164,7 +171,14 @@ class VidSTG(Task):
                 f"{where}: VidOR annotation file {vid + '.json'!r} not found under "
                 f"{self.vidor_annotation_dir!r}"
             )
-        vidor = json.loads(files[vid].read_text(encoding="utf-8"))
+        try:
+            vidor = json.loads(files[vid].read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SampleError(
+                f"{where}: cannot read VidOR file {str(files[vid])!r}: {exc}"
+            ) from None
+        if not isinstance(vidor, dict):
+            raise SampleError(f"{where}: VidOR file {str(files[vid])!r} is not a JSON object")
         require(vidor, ("trajectories",), f"{where} VidOR file {files[vid]}")
         cache[vid] = (vidor["trajectories"], vidor.get("video_path"))
         return cache[vid]

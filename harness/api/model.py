@@ -9,6 +9,7 @@ coordinate convention for grounding answers.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -68,6 +69,8 @@ def parse_box_text(
     if not match:
         return None
     x1, y1, x2, y2 = (float(g) for g in match.groups())
+    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
+        return None
     width, height = image_size
     if convention == "normalized":
         sx, sy = width, height

@@ -12,6 +12,7 @@ import lazily by the task that builds them, so this module imports nothing heavy
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,6 +43,8 @@ class Box:
     y2: float
 
     def __post_init__(self) -> None:
+        if not all(math.isfinite(v) for v in self.as_tuple()):
+            raise EvidenceError(f"box {self.as_tuple()} has a non-finite coordinate")
         if not (self.x2 > self.x1 and self.y2 > self.y1):
             raise EvidenceError(f"degenerate box {self.as_tuple()}: needs x2 > x1 and y2 > y1")
 

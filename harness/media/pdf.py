@@ -84,6 +84,7 @@ def render_pages(
             )
         out = []
         for number in wanted:
+            _check_pixels(doc, number, dpi, pdf_path)
             try:
                 pix = doc.load_page(number).get_pixmap(dpi=dpi, alpha=False)
             except Exception as exc:  # noqa: BLE001 - a broken page names the file and page
@@ -92,3 +93,27 @@ def render_pages(
                 ) from exc
             out.append(Image.frombytes("RGB", (pix.width, pix.height), pix.samples))
         return out
+
+
+def _check_pixels(doc: Any, number: int, dpi: int, pdf_path: str | Path) -> None:
+    """Refuse a page that would render to over 2 × ``Image.MAX_IMAGE_PIXELS`` pixels.
+
+    That is PIL's limit for image files; a hostile page size must not exhaust memory.
+    """
+    import math
+
+    from PIL import Image
+
+    try:
+        rect = doc.load_page(number).rect
+    except Exception as exc:  # noqa: BLE001 - a broken page names the file and page
+        raise SampleError(
+            f"PDF file {str(pdf_path)!r}: page {number} cannot be read: {exc}"
+        ) from None
+    width, height = (math.ceil(abs(v) * dpi / 72) for v in (rect.width, rect.height))
+    limit = 2 * (Image.MAX_IMAGE_PIXELS or math.inf)
+    if width * height > limit:
+        raise SampleError(
+            f"PDF file {str(pdf_path)!r}: page {number} would render to {width}×{height} pixels "
+            f"at {dpi} dpi, over the {limit:.0f}-pixel limit"
+        )

@@ -12,7 +12,7 @@ import pytest
 from harness.api.payloads import Box, BoxEvidence, PageEvidence
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import SampleError, TaskLoadError, build_task
-from harness.run.evaluator import EvaluationError, run_grid
+from harness.run.evaluator import BadDataError, run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_image_doc_fixtures as F
 
@@ -122,7 +122,7 @@ def test_mmlongbench_missing_pdf_error_or_counted_skip(fx, tmp_path):
     shutil.copytree(fx["mmlongbench_doc"]["doc_dir"], docs)
     (docs / "slides.pdf").unlink()
     args = fx["mmlongbench_doc"] | {"doc_dir": str(docs), "dpi": 36}
-    with pytest.raises(EvaluationError, match=r"slides\.pdf.*not found"):
+    with pytest.raises(BadDataError, match=r"slides\.pdf.*not found"):
         run(tmp_path / "a", "mmlongbench_doc", args, lambda r: "3")
     _, adapter, entry = run(tmp_path / "b", "mmlongbench_doc", args, lambda r: "3",
                             skip_bad_docs=True)  # fmt: skip

@@ -12,7 +12,7 @@ from harness.api.payloads import Box, EvidenceError
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import SampleError, TaskLoadError, build_task
 from harness.media.video import sample_frames
-from harness.run.evaluator import EvaluationError, run_grid
+from harness.run.evaluator import BadDataError, run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_video_fixtures as fx
 
@@ -133,13 +133,13 @@ def test_vidstg_malformed_rows(tmp_path, mutate, match):
     args = fx.make_vidstg(tmp_path / "bad", mutate=mutate)
     with pytest.raises(SampleError, match=match):
         build_task("vidstg", args).load()
-    with pytest.raises(EvaluationError, match=match):
+    with pytest.raises(BadDataError, match=match):
         run(tmp_path, "vidstg", args, lambda r: "")
 
 
 def test_vidstg_missing_video_is_a_counted_skip(data, tmp_path):
     args = {**data["vidstg"], "video_root": str(tmp_path / "empty"), "num_frames": 4}
-    with pytest.raises(EvaluationError, match="2401075277.mp4"):
+    with pytest.raises(BadDataError, match="2401075277.mp4"):
         run(tmp_path / "a", "vidstg", args, lambda r: "")
     entry, _, _ = run(tmp_path / "b", "vidstg", args, lambda r: "", skip_bad_docs=True)
     assert entry.n_skipped == 4 and entry.n_samples == 0
