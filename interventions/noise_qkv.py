@@ -22,7 +22,7 @@ from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
 from interventions._common import parse_layers
 
-__all__ = ["NoiseQKV"]
+__all__ = ["NoiseQKV", "matched_noise"]
 
 _PROJ = ("q_proj", "k_proj", "v_proj")
 
@@ -77,11 +77,8 @@ class NoiseQKV(Intervention):
                 for layer, proj, weight in targets:
                     original = weight.detach().clone()
                     saved.append((weight, original))
-                    mean = original.float().mean()
-                    std = original.float().std()
-                    gen = torch.Generator().manual_seed(_seed(self.seed, layer, proj))
-                    noise = torch.randn(tuple(original.shape), generator=gen) * std + mean
-                    weight.copy_(noise.to(weight.device, weight.dtype))
+                    noise, mean, std = matched_noise(original, _seed(self.seed, layer, proj))
+                    weight.copy_(noise)
                     stats[f"L{layer}.{proj}"] = [float(mean), float(std)]
             yield {
                 "name": "noise_qkv",
@@ -94,6 +91,25 @@ class NoiseQKV(Intervention):
             with torch.no_grad():
                 for weight, original in saved:
                     weight.copy_(original)
+
+
+def matched_noise(weight: Any, seed: int) -> tuple[Any, Any, Any]:
+    """Gaussian noise with ``weight``'s mean and std, on its device and in its dtype.
+
+    The draw is made on the CPU with a seeded generator (so the noise is the same on every
+    device), then moved to ``weight``'s device; the statistics stay on that device (a CPU
+    tensor scaled by a CUDA scalar would fail there).
+
+    Returns:
+        ``(noise, mean, std)``; ``mean``/``std`` are float32 0-dim tensors on the device.
+    """
+    import torch
+
+    values = weight.detach().float()
+    mean, std = values.mean(), values.std()
+    gen = torch.Generator().manual_seed(int(seed))
+    draw = torch.randn(tuple(weight.shape), generator=gen).to(weight.device)
+    return (draw * std + mean).to(weight.dtype), mean, std
 
 
 def _seed(seed: int, layer: int, proj: str) -> int:

@@ -56,14 +56,17 @@ __all__ = [
     "headscope_attention",
     "merge_plans",
     "plan_scope",
+    "resolved_window_kernel",
     "set_window_kernel",
     "use_dispatch",
+    "window_kernel",
+    "window_kernels_used",
 ]
 
 ATTN_NAME = "headscope"
 _PLAN_ATTR = "_headscope_layer_plan"
 _MODEL_PLAN_ATTR = "_headscope_plan"
-_state = {"registered": False, "window_kernel": "chunked"}
+_state = {"registered": False, "window_kernel": "auto"}
 
 
 def headscope_attention(
@@ -131,12 +134,41 @@ def ensure_registered() -> None:
 
 
 def set_window_kernel(name: str) -> None:
-    """Select the window implementation: ``chunked`` (fast, default) or ``reference``."""
-    from harness.attention.execute import WINDOW_KERNELS
+    """Select the window implementation of windowed heads.
 
-    if name not in WINDOW_KERNELS:
-        raise ValueError(f"unknown window kernel {name!r} (known: {sorted(WINDOW_KERNELS)})")
+    ``auto`` (default): FlexAttention (compiled) on CUDA, chunked SDPA elsewhere; ``chunked``;
+    ``reference`` (eager masked softmax); ``flex`` (compiled FlexAttention on any device);
+    ``flex_eager`` (flex's eager implementation: materialises S × S, small tests only).
+    Calls flex cannot serve (decode, a cached prefix, a mask that is not causal ∧ left
+    padding) run ``chunked``; :func:`window_kernels_used` tells which kernels ran.
+    """
+    from harness.attention.execute import KERNEL_CHOICES
+
+    if name not in KERNEL_CHOICES:
+        raise ValueError(f"unknown window kernel {name!r} (known: {sorted(KERNEL_CHOICES)})")
     _state["window_kernel"] = name
+
+
+def window_kernel() -> str:
+    """The selected window kernel name (see :func:`set_window_kernel`)."""
+    return _state["window_kernel"]
+
+
+def resolved_window_kernel(device: Any) -> str:
+    """The kernel the selection means for prefill on ``device`` (``auto`` resolved)."""
+    from harness.attention.execute import resolve_window_kernel
+
+    return resolve_window_kernel(_state["window_kernel"], device)
+
+
+def window_kernels_used(reset: bool = False) -> dict[str, int]:
+    """Windowed layer calls per kernel that actually ran (since the last reset)."""
+    from harness.attention.execute import kernels_used, reset_kernels_used
+
+    used = kernels_used()
+    if reset:
+        reset_kernels_used()
+    return used
 
 
 def use_dispatch(model: Any) -> Any:

@@ -22,10 +22,65 @@ from harness.attention.window import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["run_layer_plan", "WINDOW_KERNELS"]
+__all__ = [
+    "run_layer_plan",
+    "WINDOW_KERNELS",
+    "KERNEL_CHOICES",
+    "resolve_window_kernel",
+    "kernels_used",
+    "reset_kernels_used",
+]
 
 WINDOW_KERNELS = {"chunked": window_attention_chunked, "reference": window_attention_reference}
-"""Window implementations selectable via ``harness.attention.dispatch.set_window_kernel``."""
+"""Per-head-group window implementations (the chunked one is the CPU path, both references)."""
+FLEX_KERNELS = ("flex", "flex_eager")
+"""Whole-layer FlexAttention paths (:mod:`harness.attention.flex`); eager = small tests only."""
+KERNEL_CHOICES = ("auto", *WINDOW_KERNELS, *FLEX_KERNELS)
+"""Names accepted by ``harness.attention.dispatch.set_window_kernel``."""
+_USED: dict[str, int] = {}
+
+
+def resolve_window_kernel(name: str, device: Any) -> str:
+    """The kernel ``name`` means on ``device``: ``auto`` → ``flex`` on CUDA, else ``chunked``."""
+    if name != "auto":
+        return name
+    from harness.attention.flex import flex_available
+
+    cuda = getattr(device, "type", str(device)).startswith("cuda")
+    return "flex" if cuda and flex_available() else "chunked"
+
+
+def kernels_used() -> dict[str, int]:
+    """Layer calls per window kernel that actually ran since :func:`reset_kernels_used`."""
+    return dict(_USED)
+
+
+def reset_kernels_used() -> None:
+    """Forget the counts of :func:`kernels_used`."""
+    _USED.clear()
+
+
+def _flex_layer(query, key, value, attention_mask, windows, scale, kernel):
+    """(B, S, H, D) output of every head from one flex call, or None when flex cannot run.
+
+    Flex runs only for a prefill without cache prefix whose mask (if any) is causal ∧ left
+    padding (see :func:`harness.attention.flex.left_padding_start`).
+    """
+    from harness.attention import flex
+
+    batch, heads, q_len, _ = query.shape
+    if key.shape[2] != q_len:
+        return None  # decode step or cached prefix: the chunked kernel handles offsets
+    start = flex.left_padding_start(attention_mask, batch)
+    if attention_mask is not None and start is None:
+        return None
+    kinds = tuple(
+        (windows[h].size, windows[h].sinks) if h in windows else flex.FULL for h in range(heads)
+    )
+    res = flex.flex_layer_attention(
+        query, key, value, kinds, start, scale, compiled=kernel == "flex"
+    )
+    return res.transpose(1, 2)
 
 
 def _per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
@@ -109,9 +164,13 @@ def run_layer_plan(
     dropout: float,
     scaling: float | None,
     kwargs: dict[str, Any],
-    window_kernel: str = "chunked",
+    window_kernel: str = "auto",
 ) -> tuple[torch.Tensor, None]:
-    """Attention for one layer under ``lp``; returns (B, S_q, H, D), None."""
+    """Attention for one layer under ``lp``; returns (B, S_q, H, D), None.
+
+    ``window_kernel`` is a name of :data:`KERNEL_CHOICES`; flex falls back to ``chunked``
+    where it cannot run, and the kernel that ran is counted (:func:`kernels_used`).
+    """
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     from harness.attention.record import record_attention
@@ -131,14 +190,21 @@ def run_layer_plan(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     else:
-        # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
-        out = query.new_empty(batch, q_len, heads, value.shape[-1])
-        # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
-        skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
-        dense = [h for h in range(heads) if h not in windows and h not in skip]
-        if dense:
-            _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
-        _windowed(out, query, key, value, attention_mask, windows, group, scale, window_kernel)
+        kernel = resolve_window_kernel(window_kernel, query.device)
+        out = None
+        if kernel in FLEX_KERNELS:
+            out = _flex_layer(query, key, value, attention_mask, windows, scale, kernel)
+            kernel = kernel if out is not None else "chunked"
+        if out is None:
+            # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
+            out = query.new_empty(batch, q_len, heads, value.shape[-1])
+            # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
+            skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
+            dense = [h for h in range(heads) if h not in windows and h not in skip]
+            if dense:
+                _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
+            _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel)
+        _USED[kernel] = _USED.get(kernel, 0) + 1
     if lp.ablate:
         _ablate(out, lp, query, key, value, attention_mask, group)
     if lp.prior:

@@ -85,9 +85,13 @@ def _window_rows(
 
     batch = q_pos.shape[0]
     big = kv_len + 1
-    size = torch.tensor([windows[h].size if h in windows else big for h in range(heads)])
-    sinks = torch.tensor([windows[h].sinks if h in windows else 0 for h in range(heads)])
-    size, sinks = size.to(q_pos.device), sinks.to(q_pos.device)
+    device = q_pos.device
+    size = torch.tensor(
+        [windows[h].size if h in windows else big for h in range(heads)], device=device
+    )
+    sinks = torch.tensor(
+        [windows[h].sinks if h in windows else 0 for h in range(heads)], device=device
+    )
     k_pos = torch.arange(kv_len, device=q_pos.device)
     rel = q_pos[:, None, :, None] - k_pos  # [batch, 1, n, kv]
     band = rel < size.view(1, heads, 1, 1)

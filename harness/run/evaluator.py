@@ -221,6 +221,7 @@ def run_grid(
         rank 0; None on other ranks.
     """
     from harness.api.intervention import build_intervention
+    from harness.attention.dispatch import window_kernels_used
     from harness.run import distributed as dist
     from harness.run.outdir import OutputLock, check_run_dir
 
@@ -311,8 +312,12 @@ def _run(
             fname = samples_filename(tspec.name, ispec.label)
             log = SampleLog(out / "samples" / _shard_name(fname, (rank, world)))
             desc = f"{tspec.name} × {ispec.label}"
+            window_kernels_used(reset=True)
             with interv.attach(adapter) as resolved:
                 _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
+            resolved = dict(resolved or {})
+            if used := window_kernels_used(reset=True):  # which window kernel ran, per cell
+                resolved["window_kernels"] = used
             rows = log.read()
             if world > 1:
                 rows = dist.gather_rows(rows)

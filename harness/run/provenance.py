@@ -65,6 +65,13 @@ def _environment(adapter: Any) -> dict[str, Any]:
     return env
 
 
+def _window_kernel(adapter: Any) -> dict[str, Any]:
+    from harness.attention.dispatch import resolved_window_kernel, window_kernel
+
+    device = _environment(adapter)["device"] or "cpu"
+    return {"selected": window_kernel(), "prefill": resolved_window_kernel(device)}
+
+
 def collect_provenance(adapter: Any) -> dict[str, Any]:
     """Everything ``RunResults`` needs besides the spec and the entries."""
     settings = dict(adapter.settings())
@@ -85,6 +92,9 @@ def collect_provenance(adapter: Any) -> dict[str, Any]:
             "dtype": settings.get("dtype"),
             "attn_implementation": settings.get("attn_implementation"),
             "dispatch": "headscope",
+            # windowed heads: the selected kernel, and what it means on the model's device
+            # (flex falls back to chunked where it cannot run; entries record what ran)
+            "window_kernel": _window_kernel(adapter),
         },
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
