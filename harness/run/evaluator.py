@@ -221,7 +221,6 @@ def run_grid(
         rank 0; None on other ranks.
     """
     from harness.api.intervention import build_intervention
-    from harness.attention.dispatch import window_kernels_used
     from harness.run import distributed as dist
     from harness.run.outdir import OutputLock, check_run_dir
 
@@ -295,6 +294,7 @@ def _run(
     out: Path,
     shard: tuple[int, int],
 ) -> RunResults | None:
+    from harness.attention.dispatch import window_kernels_used
     from harness.run import distributed as dist
     from harness.run.provenance import collect_provenance
 
