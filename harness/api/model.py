@@ -96,6 +96,10 @@ class ModelAdapter:
         spec: The resolved model spec.
         model: The Hugging Face model (eval mode), text decoder on the headscope dispatch.
         processor: The Hugging Face processor.
+        gen_kwargs: Generation settings of the run (``RunSpec.gen_kwargs``: max_new_tokens,
+            temperature, do_sample, top_p, num_beams), set by the evaluator; empty means each
+            request's own budget and greedy decoding.
+        gen_seed: Seed of sampled generation (``RunSpec.seed``), set by the evaluator.
     """
 
     box_convention: ClassVar[BoxConvention] = "normalized"
@@ -106,6 +110,8 @@ class ModelAdapter:
         self.spec = spec
         self.model: Any = None
         self.processor: Any = None
+        self.gen_kwargs: dict[str, Any] = {}
+        self.gen_seed = 0
 
     # -- geometry & settings -------------------------------------------------------
     @property

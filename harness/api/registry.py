@@ -5,14 +5,27 @@ Registration happens in exactly one place: a decorator on the class or factory
 Each registry knows the package that holds its modules; the first lookup imports
 every module of that package (they are light by contract: torch and friends load
 lazily inside functions), so ``import tasks`` itself stays free of work.
+
+Plugins register with the same decorators, without forking headscope:
+
+- installed packages declare entry points in the groups ``headscope.tasks``,
+  ``headscope.models`` and ``headscope.interventions``; each names a module (or a
+  ``module:object``) that is imported at the registry's first lookup;
+- ``--include_path DIR`` (:func:`include_path`) imports every ``*.py`` file of ``DIR``.
+
+A plugin that fails to import is an error naming it, never silently skipped.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
+import importlib.util
 import pkgutil
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -27,6 +40,8 @@ __all__ = [
     "task",
     "model_family",
     "intervention",
+    "include_path",
+    "ENTRY_POINT_GROUPS",
 ]
 
 
@@ -48,11 +63,15 @@ class Registry(Generic[T]):
         kind: Human-readable kind used in messages ("task", "intervention", ...).
         packages: Dotted package names whose modules register into this registry.
             They are imported (all submodules, recursively) on first lookup.
+        entry_points: Entry-point group of installed plugins (imported on first lookup).
     """
 
-    def __init__(self, kind: str, packages: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, kind: str, packages: tuple[str, ...] = (), entry_points: str | None = None
+    ) -> None:
         self.kind = kind
         self.packages = packages
+        self.entry_points = entry_points
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
         self._discovered = False
@@ -82,13 +101,29 @@ class Registry(Generic[T]):
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> None:
-        """Import every module of the registry's packages once."""
+        """Import every module of the registry's packages, then its plugins' entry points, once.
+
+        Raises:
+            RegistryError: an entry point's module failed to import (names the plugin).
+        """
         if self._discovered:
             return
         self._discovered = True
         for package in self.packages:
             for module_name in iter_package_modules(package):
                 importlib.import_module(module_name)
+        if self.entry_points:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=self.entry_points):
+                try:
+                    ep.load()
+                except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not hidden
+                    dist = getattr(getattr(ep, "dist", None), "name", "?")
+                    raise RegistryError(
+                        f"plugin {ep.name!r} = {ep.value!r} (package {dist}, entry-point group "
+                        f"{self.entry_points}) failed to import: {type(exc).__name__}: {exc}"
+                    ) from exc
 
     # -- lookup -----------------------------------------------------------------------
     def get(self, name: str) -> T:
@@ -140,9 +175,58 @@ def iter_package_modules(package: str) -> Iterator[str]:
         yield info.name
 
 
-TASKS: Registry = Registry("task", ("tasks",))
-MODEL_FAMILIES: Registry = Registry("model family", ("harness.models",))
-INTERVENTIONS: Registry = Registry("intervention", ("interventions",))
+ENTRY_POINT_GROUPS = ("headscope.tasks", "headscope.models", "headscope.interventions")
+"""Entry-point groups of plugin packages (tasks, model families, interventions)."""
+
+TASKS: Registry = Registry("task", ("tasks",), "headscope.tasks")
+MODEL_FAMILIES: Registry = Registry("model family", ("harness.models",), "headscope.models")
+INTERVENTIONS: Registry = Registry("intervention", ("interventions",), "headscope.interventions")
+
+
+def include_path(directory: str | Path) -> list[str]:
+    """Import every ``*.py`` file of ``directory`` (not ``_*.py``), so that it registers.
+
+    The files use the same decorators (``@task``, ``@model_family``, ``@intervention``).
+    ``directory`` joins ``sys.path`` first, so the files may import their neighbours.
+    Importing the same directory again does nothing.
+
+    Returns:
+        The names of the modules imported.
+
+    Raises:
+        RegistryError: ``directory`` is not a directory, holds no Python file, or a file
+            fails to import (the message names the file).
+    """
+    folder = Path(directory).expanduser().resolve()
+    if not folder.is_dir():
+        raise RegistryError(f"--include_path {str(directory)!r} is not a directory")
+    files = sorted(f for f in folder.glob("*.py") if not f.name.startswith("_"))
+    if not files:
+        raise RegistryError(f"--include_path {str(directory)!r} holds no Python (*.py) file")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    for registry in (TASKS, MODEL_FAMILIES, INTERVENTIONS):
+        registry.discover()  # built-ins first: a clash then names the user's file
+    tag = hashlib.sha1(str(folder).encode()).hexdigest()[:8]
+    names = []
+    for file in files:
+        name = f"headscope_include_{tag}_{file.stem}"
+        names.append(name)
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as exc:
+            del sys.modules[name]
+            if isinstance(exc, RegistryError):
+                raise RegistryError(f"{file}: {exc}") from exc
+            raise RegistryError(
+                f"--include_path file {str(file)!r} failed to import: {type(exc).__name__}: {exc}"
+            ) from exc
+    return names
 
 
 def task(name: str) -> Callable[[T], T]:

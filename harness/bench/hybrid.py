@@ -85,7 +85,7 @@ def kept_heads(keep: float, heads: int) -> int:
 
 def run_bench(
     *,
-    geometry: str = "default",
+    geometry: str | Geometry = "default",
     layers: int = 2,
     lengths: tuple[int, ...] = (8192, 16384),
     keep: float = 0.1,
@@ -103,7 +103,9 @@ def run_bench(
     """Time dense vs hybrid prefill; return one row per length (see module docstring).
 
     Args:
-        geometry: A name of :data:`GEOMETRIES` (or of :data:`ALIASES`).
+        geometry: A name of :data:`GEOMETRIES` (or of :data:`ALIASES`), or a
+            :class:`~harness.api.heads.Geometry` itself (a loaded model's own, recorded as
+            ``"model"``; the random decoder of ``scope="layer"`` is then a Qwen2 one).
         layers: Decoder layers built (``scope="layer"``).
         lengths: Prefill lengths (tokens, batch 1, no padding).
         keep: Fraction of heads kept full per layer (rounded up to whole heads).
@@ -124,10 +126,13 @@ def run_bench(
     """
     import torch
 
-    name = ALIASES.get(preset or geometry, preset or geometry)
+    if isinstance(geometry, Geometry) and preset is None:
+        name, spec = "model", {"arch": "qwen2", "geometry": geometry}
+    else:
+        name = ALIASES.get(preset or geometry, preset or geometry)
+        spec = GEOMETRIES[name]
     if threads:
         torch.set_num_threads(threads)
-    spec = GEOMETRIES[name]
     geo: Geometry = spec["geometry"]
     torch_dtype, kept = getattr(torch, dtype), kept_heads(keep, geo.num_heads)
     plan = _hybrid_plan(layers, geo.num_heads, kept, window, sinks)

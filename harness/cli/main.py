@@ -54,10 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p_list = sub.add_parser("list", help="list registered tasks, models or interventions")
-    p_list.add_argument("kind", choices=["tasks", "models", "interventions"])
+    p_list.add_argument("kind", choices=["tasks", "models", "interventions"],
+                        help="which registry to list")  # fmt: skip
+    p_list.add_argument(
+        "--include-path", "--include_path", dest="include_path", action="append", default=None,
+        metavar="DIR", help="repeatable: import the plugins (*.py files) of DIR first",
+    )  # fmt: skip
     p_run = sub.add_parser(
         "run",
-        help="evaluate a model × tasks × interventions grid (no arguments: the main job)",
+        help="the full protocol (main job) on --model/--tasks; with --interventions or "
+        "--config only that grid",
     )
     run_command.add_arguments(p_run)
     for name, (module, help_text) in EXTERNAL_COMMANDS.items():
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "_missing", None):
             raise ValueError(args._missing)
         if args.command == "list":
+            run_command.setup(args)
             return _cmd_list(args)
         if args.command == "run":
             return run_command.run(args)

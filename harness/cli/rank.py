@@ -45,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
-
     from harness.run.outdir import check_writable
 
     tspecs = task_specs_from_args(args)

@@ -1,55 +1,226 @@
-"""``headscope run``: its flags, the run spec they build, and the main-job entry.
+"""``headscope run``: its flags, the run spec they build, and the choice of what runs.
 
-Without ``--tasks`` / ``--config`` it runs the main job (:mod:`harness.run.main_job`);
-otherwise it evaluates the model × tasks × interventions grid with
-:func:`harness.run.evaluator.run_grid`. Light at import: argparse and json only.
+- With ``--interventions`` or ``--config``: the model × tasks × interventions grid
+  (:func:`harness.run.evaluator.run_grid`), only that grid.
+- Otherwise: the main job (:mod:`harness.run.main_job`), the whole protocol (rank, accuracy
+  grid, bench, diagnose, leaderboards) on whatever ``--model`` / ``--model-args`` / ``--tasks``
+  say; the bundled toy model and its mini tasks are the default only when none is given.
+
+lmms-eval spellings are accepted (``--model_args``, ``--output_path``, ``--batch_size``,
+``--gen_kwargs``, ``--limit`` as a fraction, ``--log_samples``, ``--predict_only``,
+``--verbosity``, ``--include_path``). Light at import: argparse and json only.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
-__all__ = ["add_arguments", "main_job", "run", "spec_from_args"]
+from harness.cli._args import limit_value
+
+__all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
+
+DESCRIPTION = """\
+Without --interventions / --config: the main job, the full protocol on one model (1 rank heads
+by RAM on the grounded tasks among --tasks, 2 accuracy grid: baseline, top/bottom/random-k
+ablation, SAP, hybrid attention, 3 prefill bench at the model's own geometry, 4 module
+diagnostics, 5 leaderboards), on --model / --model-args / --tasks. With nothing given it runs
+the bundled toy model on the eight mini tasks; --model other than toy needs --tasks.
+With --interventions (or a --config run file): only that model x tasks x interventions grid.
+"""
+
+VERBOSITY = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``headscope run``."""
-    p.add_argument("--model", help="model family (default: toy, the bundled model)")
-    p.add_argument(
+    p.description = DESCRIPTION
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    what = p.add_argument_group("what to run")
+    what.add_argument(
+        "--model",
+        help="model family (default: toy, the bundled model; see 'headscope list models')",
+    )
+    what.add_argument(
         "--model-args",
-        type=json.loads,
+        "--model_args",
+        dest="model_args",
         default=None,
-        help='JSON object, e.g. \'{"pretrained": "Qwen/Qwen2.5-VL-7B-Instruct", '
-        '"dtype": "bfloat16"}\'',
+        metavar="ARGS",
+        help="JSON object or key=value,key=value (typed), e.g. pretrained=/ckpt/qwen25vl,"
+        "dtype=bfloat16,device=cuda. Keys: pretrained, revision, dtype, device, device_map, "
+        "attn_implementation, args; any other key is a family option (e.g. max_pixels) and is "
+        "refused if the family does not understand it",
     )
-    p.add_argument("--tasks", help="comma-separated task names (see 'headscope list tasks')")
-    p.add_argument(
-        "--interventions",
-        action="append",
-        default=None,
-        help="repeatable: 'none', 'ablate:select=top,k=0.05,mode=zero' or a JSON object",
-    )
-    p.add_argument(
+    what.add_argument("--tasks", help="comma-separated task names (see 'headscope list tasks')")
+    what.add_argument(
         "--task-args",
-        type=json.loads,
+        "--task_args",
+        dest="task_args",
         default=None,
+        metavar="JSON",
         help='JSON object of per-task variant arguments, e.g. \'{"vidstg": {"annotation_dir": '
         '"data/vidstg", "video_root": "data/vidor"}, "pope": {"subset": "adversarial"}}\'',
     )
-    p.add_argument("--limit", type=int, default=None, help="documents per task")
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--output", default=None, help="output directory")
-    p.add_argument("--config", default=None, help="YAML/JSON run file (flags override it)")
-    p.add_argument(
+    what.add_argument(
+        "--interventions",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="repeatable; runs only this grid: 'none', 'ablate:select=top,k=0.05,mode=zero,"
+        "ranking=rank/ranking.json' or a JSON object",
+    )
+    what.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="YAML/JSON run file of a grid (flags override it)",
+    )
+    ev = p.add_argument_group("evaluation")
+    ev.add_argument(
+        "--limit",
+        type=limit_value,
+        default=None,
+        metavar="N",
+        help="documents per task: a count, or a fraction 0<x<1 of each task",
+    )
+    ev.add_argument(
+        "--batch-size",
+        "--batch_size",
+        dest="batch_size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="requests per generate call",
+    )
+    ev.add_argument(
+        "--device", default=None, help="cpu, cuda or cuda:N (same as the model-args key device)"
+    )
+    ev.add_argument(
+        "--gen-kwargs",
+        "--gen_kwargs",
+        dest="gen_kwargs",
+        default=None,
+        metavar="ARGS",
+        help="generation settings for every request, JSON or key=value: max_new_tokens, "
+        "temperature, do_sample, top_p, num_beams (default: each task's budget, greedy); "
+        "recorded in results.json",
+    )
+    ev.add_argument("--seed", type=int, default=None, help="seed of random draws and sampling")
+    ev.add_argument(
+        "--predict-only",
+        "--predict_only",
+        dest="predict_only",
+        action="store_true",
+        default=None,
+        help="log the model's outputs, compute no scores (grids only)",
+    )
+    ev.add_argument(
         "--skip-bad-docs",
+        "--skip_bad_docs",
+        dest="skip_bad_docs",
         action="store_true",
         default=None,
         help="count and skip samples whose media cannot be read",
     )
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--output",
+        "--output_path",
+        "--output-path",
+        dest="output",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: headscope_out)",
+    )
+    out.add_argument(
+        "--log-samples",
+        "--log_samples",
+        dest="log_samples",
+        action="store_true",
+        help="accepted for lmms-eval habits: every sample is always logged, to "
+        "DIR/samples/*.jsonl (the main job: DIR/accuracy/samples/)",
+    )
+    out.add_argument(
+        "--verbosity",
+        type=str.upper,
+        choices=VERBOSITY,
+        default="INFO",
+        help="log level of the 'headscope' logger (default INFO)",
+    )
+    plug = p.add_argument_group("plugins")
+    plug.add_argument(
+        "--include-path",
+        "--include_path",
+        dest="include_path",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="repeatable: import every *.py file of DIR first, so the tasks, "
+        "model families and interventions it registers can be named (docs/plugins.md)",
+    )
+
+
+def setup(args: argparse.Namespace) -> None:
+    """Apply ``--verbosity`` and ``--include_path`` (before any name is looked up)."""
+    import logging
+
+    level = getattr(args, "verbosity", None)
+    if level:
+        logging.getLogger("headscope").setLevel(level)
+    for directory in getattr(args, "include_path", None) or ():
+        from harness.api.registry import include_path
+
+        include_path(directory)
+
+
+def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Any:
+    """The ModelSpec of ``--model`` / ``--model-args`` / ``--device`` over ``base`` (a dict)."""
+    import dataclasses
+
+    from harness.api.specs import ModelSpec
+    from harness.cli._args import parse_mapping
+
+    fields = {f.name: f for f in dataclasses.fields(ModelSpec)}
+    given = parse_mapping(args.model_args, "--model-args")
+    model = dict(base or {})
+    if args.model:
+        model = {"name": args.model}
+    options = dict(model.get("args") or {})
+    for key, value in given.items():
+        if key == "args":
+            if not isinstance(value, dict):
+                raise _spec_error('--model-args "args" must be an object of family options')
+            options.update(value)
+        elif key in fields:
+            if key != "name" and isinstance(value, int | float) and not isinstance(value, bool):
+                value = str(value)  # typed k=v parsing turned e.g. a revision into a number
+            model[key] = value
+        else:
+            options[key] = value  # a family option: the family refuses what it cannot use
+    if options:
+        model["args"] = options
+    if getattr(args, "device", None):
+        model["device"] = args.device
+    return ModelSpec.from_dict(model, "--model-args")
+
+
+def _spec_error(message: str) -> Exception:
+    from harness.api.specs import SpecError
+
+    return SpecError(message)
+
+
+def _task_args(args: argparse.Namespace) -> dict[str, Any] | None:
+    import json
+
+    if args.task_args is None:
+        return None
+    try:
+        return json.loads(args.task_args)
+    except json.JSONDecodeError as exc:
+        raise _spec_error(f"--task-args: malformed JSON ({exc})") from None
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
@@ -58,61 +229,60 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
     from harness.api.specs import (
         InterventionSpec,
-        ModelSpec,
         RunSpec,
-        SpecError,
         check_task_args,
         load_run_file,
         parse_intervention,
         parse_task,
     )
+    from harness.cli._args import parse_mapping
 
     base: dict[str, Any] = {}
     if args.config:
         base = load_run_file(args.config).to_dict()
-    if args.model or args.model_args is not None:
-        model = dict(base.get("model", {}))
-        if args.model:
-            model = {"name": args.model}
-        if args.model_args is not None:
-            if not isinstance(args.model_args, dict):
-                raise SpecError("--model-args must be a JSON object")
-            model.update(args.model_args)
-        base["model"] = asdict(ModelSpec.from_dict(model, "--model-args"))
+    if args.model or args.model_args is not None or args.device:
+        base["model"] = asdict(model_from_args(args, base.get("model")))
     if args.tasks:
         base["tasks"] = [asdict(parse_task(t)) for t in args.tasks.split(",") if t.strip()]
+    if not base.get("tasks"):
+        raise _spec_error("--interventions runs a grid: name its tasks with --tasks")
     if args.limit is not None:
-        base["tasks"] = [{**t, "limit": args.limit} for t in base.get("tasks", [])]
-    if args.task_args is not None:
-        per_task = check_task_args(args.task_args, [t["name"] for t in base.get("tasks", [])])
+        base["tasks"] = [{**t, "limit": args.limit} for t in base["tasks"]]
+    task_args = _task_args(args)
+    if task_args is not None:
+        per_task = check_task_args(task_args, [t["name"] for t in base["tasks"]])
         base["tasks"] = [
             {**t, "args": {**t.get("args", {}), **per_task.get(t["name"], {})}}
-            for t in base.get("tasks", [])
+            for t in base["tasks"]
         ]
     if args.interventions:
         base["interventions"] = [asdict(parse_intervention(x)) for x in args.interventions]
     elif "interventions" not in base:
         base["interventions"] = [asdict(InterventionSpec())]
-    for key, flag in (("batch_size", "batch_size"), ("seed", "seed"), ("output", "output")):
-        if getattr(args, flag) is not None:
-            base[key] = getattr(args, flag)
-    if args.skip_bad_docs:
-        base["skip_bad_docs"] = True
+    for key in ("batch_size", "seed", "output"):
+        if getattr(args, key) is not None:
+            base[key] = getattr(args, key)
+    if args.gen_kwargs is not None:
+        base["gen_kwargs"] = parse_mapping(args.gen_kwargs, "--gen_kwargs")
+    for key in ("skip_bad_docs", "predict_only"):
+        if getattr(args, key):
+            base[key] = True
     return RunSpec.from_dict(base, where="run arguments")
 
 
 def run(args: argparse.Namespace) -> int:
-    """``headscope run``: the main job without interventions / run file, else the grid."""
+    """``headscope run``: the grid with ``--interventions`` / ``--config``, else the main job."""
     from harness.run.evaluator import run_grid
 
-    if not args.tasks and not args.config:
+    setup(args)
+    if not args.interventions and not args.config:
         return main_job(args)
     spec = spec_from_args(args)
     results = run_grid(spec)
     if results is None:  # a non-zero rank of a sharded run: rank 0 reports
         return 0
     _print_summary(results)
-    print(f"\nresults: {spec.output}/results.json")
+    print(f"\nresults: {spec.output}/results.json (samples: {spec.output}/samples/)")
     return 0
 
 
@@ -121,41 +291,50 @@ def _print_summary(results: Any) -> None:
 
     rows = []
     for e in results.entries:
+        task = e.task + (f" {e.task_args}" if e.task_args else "")
         for m in e.metrics:
             value = "n/a" if m.value is None else f"{m.value:.4f}"
             err = "" if m.stderr is None else f"{m.stderr:.4f}"
-            rows.append([e.task, e.intervention, m.name, value, err, m.n])
+            rows.append([task, e.intervention, m.name, value, err, m.n])
+        if not e.metrics:
+            rows.append([task, e.intervention, "(predict only)", "", "", e.n_samples])
     print(tabulate(rows, headers=["task", "intervention", "metric", "value", "stderr", "n"]))
 
 
 def main_job(args: argparse.Namespace) -> int:
-    """Entry from ``headscope run`` when no interventions/config are given."""
-    from harness.api.specs import ModelSpec, SpecError, check_task_args
+    """The full protocol on the model and tasks of the flags (toy + mini tasks by default)."""
+    from harness.api.specs import check_task_args
+    from harness.cli._args import parse_mapping
     from harness.run.main_job import ProtocolConfig, mini_tasks, run_protocol
 
-    if args.interventions:
-        raise SpecError(
-            "--interventions needs --tasks or --config: without them `headscope run` starts "
-            "the main job, which runs its own interventions"
+    if args.predict_only:
+        raise _spec_error(
+            "--predict_only applies to a grid (--interventions or --config); "
+            "the main job scores every cell"
         )
-    model: dict[str, Any] = {"name": args.model or "toy"}
-    if args.model_args is not None:
-        if not isinstance(args.model_args, dict):
-            raise SpecError("--model-args must be a JSON object")
-        model.update(args.model_args)
-    model_spec = ModelSpec.from_dict(model, "--model-args")
+    model_spec = model_from_args(args)
     kwargs: dict[str, Any] = {}
     if args.tasks:
-        kwargs["tasks"] = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+        names = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+        if len(set(names)) != len(names):
+            raise _spec_error(f"--tasks lists a task twice: {list(names)}")
+        kwargs["tasks"] = names
+    elif model_spec.name != "toy":
+        raise _spec_error(
+            f"--model {model_spec.name} needs --tasks: the mini tasks are the toy model's "
+            "synthetic scenes. E.g. --tasks refcocog,vidstg,mmlongbench_doc,mmdocir,pope,mmmu,"
+            "mlvu,videomme (see 'headscope list tasks')"
+        )
     if args.limit is not None:
         kwargs.update(n_eval=args.limit, n_rank=args.limit)
-    if args.task_args is not None:
-        names = list(kwargs.get("tasks") or mini_tasks())
-        kwargs["task_args"] = check_task_args(args.task_args, names)
-    if args.seed is not None:
-        kwargs["seed"] = args.seed
-    if args.batch_size is not None:
-        kwargs["batch_size"] = args.batch_size
+    task_args = _task_args(args)
+    if task_args is not None:
+        kwargs["task_args"] = check_task_args(task_args, list(kwargs.get("tasks") or mini_tasks()))
+    for key in ("seed", "batch_size"):
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+    if args.gen_kwargs is not None:
+        kwargs["gen_kwargs"] = parse_mapping(args.gen_kwargs, "--gen_kwargs")
     if args.skip_bad_docs:
         kwargs["skip_bad_docs"] = True
     cfg = ProtocolConfig(**kwargs)

@@ -4,7 +4,8 @@ Selected with ``--model headscope``; everything else comes from ``--model_args``
 response cache keys on the model name plus the parsed model_args, so every setting that changes
 outputs — family, checkpoint, dtype, intervention and all its arguments — must be written there):
 
-- ``family`` (default ``toy``), ``pretrained``, ``revision``, ``dtype``, ``device``,
+- ``family`` (required, e.g. ``family=qwen2_5_vl``; ``family=toy``: the bundled model),
+  ``pretrained``, ``revision``, ``dtype``, ``device``,
   ``device_map``, ``attn_implementation``: the :class:`~harness.api.specs.ModelSpec`;
   ``family_args``: a JSON object of family options (``ModelSpec.args``);
 - ``intervention``: a registered name (default ``none``) with ``intervention_args`` as a JSON
@@ -48,7 +49,7 @@ class HeadscopeLMM(lmms):
     """lmms-eval model wrapping a headscope :class:`~harness.api.model.ModelAdapter`.
 
     Args:
-        family: Registered headscope model family.
+        family: Registered headscope model family (required).
         pretrained: Hub id or local directory (None: the family's default).
         revision: Hub revision.
         dtype: ``float32``/``bfloat16``/``float16``/``auto``.
@@ -73,7 +74,7 @@ class HeadscopeLMM(lmms):
 
     def __init__(
         self,
-        family: str = "toy",
+        family: str | None = None,
         pretrained: str | None = None,
         revision: str | None = None,
         dtype: str = "float32",
@@ -93,6 +94,11 @@ class HeadscopeLMM(lmms):
         super().__init__()
         if unknown:
             raise SpecError(f"headscope model_args: unknown key(s) {sorted(unknown)}")
+        if family is None or not str(family).strip():
+            raise SpecError(
+                "headscope model_args: 'family' is required (e.g. family=qwen2_5_vl, or "
+                "family=toy for the bundled model); see 'headscope list models'"
+            )
         from harness.api.intervention import build_intervention
         from harness.api.model import load_adapter
         from harness.api.specs import ModelSpec

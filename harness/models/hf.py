@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.api.model import ModelAdapter
 from harness.api.payloads import Generation, Request
+from harness.models.loading import load_pretrained, torch_dtype
 
 if TYPE_CHECKING:
     from harness.api.specs import ModelSpec
@@ -35,17 +35,6 @@ __all__ = [
     "instruction_positions",
     "generate_greedy",
 ]
-
-
-def torch_dtype(name: str) -> Any:
-    """``"float32"``/``"bfloat16"``/``"float16"`` → ``torch.dtype``; ``"auto"`` stays ``"auto"``."""
-    import torch
-
-    if name == "auto":
-        return "auto"
-    if name not in ("float32", "bfloat16", "float16"):
-        raise ValueError(f"unknown dtype {name!r} (float32, bfloat16, float16, auto)")
-    return getattr(torch, name)
 
 
 def media_of(request: Request) -> tuple[list[Any], list[Any]]:
@@ -86,62 +75,6 @@ def chat_messages(
         messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
     messages.append({"role": "user", "content": content})
     return messages
-
-
-def load_pretrained(
-    spec: ModelSpec,
-    model_class: str,
-    default_pretrained: str | None,
-    *,
-    processor_kwargs: dict[str, Any] | None = None,
-    model_kwargs: dict[str, Any] | None = None,
-) -> tuple[Any, Any]:
-    """Load ``(model, processor)`` with ``from_pretrained`` and put the decoder on the dispatch.
-
-    Args:
-        spec: Model spec (pretrained, revision, dtype, device, device_map, attn_implementation).
-        model_class: ``transformers`` class name, e.g. ``"Qwen2_5_VLForConditionalGeneration"``.
-        default_pretrained: Hub id used when ``spec.pretrained`` is None.
-        processor_kwargs: Extra ``AutoProcessor.from_pretrained`` kwargs (e.g. ``max_pixels``).
-        model_kwargs: Extra model ``from_pretrained`` kwargs.
-
-    Returns:
-        The model (eval mode, on ``spec.device`` unless ``device_map`` is set, text decoder on
-        ``headscope``) and the processor (left padding). A local directory loads offline.
-    """
-    import transformers
-
-    path = spec.pretrained or default_pretrained
-    if not path:
-        raise ValueError(f"model {spec.name!r}: no pretrained path or hub id given")
-    common: dict[str, Any] = {}
-    if spec.revision:
-        common["revision"] = spec.revision
-    if Path(path).is_dir():
-        common["local_files_only"] = True
-    try:
-        processor = transformers.AutoProcessor.from_pretrained(
-            path, **common, **(processor_kwargs or {})
-        )
-    except (ImportError, ValueError) as exc:
-        if "torchvision" not in str(exc):
-            raise
-        # HF's video processors (Qwen, LLaVA-OneVision, InternVL) are torchvision-only
-        raise ImportError(
-            f"the processor of {path!r} needs torchvision: install the torchvision build "
-            f"that matches your torch ({exc})"
-        ) from exc
-    kwargs: dict[str, Any] = {
-        "dtype": torch_dtype(spec.dtype),
-        "attn_implementation": spec.attn_implementation,
-    }
-    if spec.device_map:
-        kwargs["device_map"] = spec.device_map
-    kwargs.update(model_kwargs or {})
-    model = getattr(transformers, model_class).from_pretrained(path, **common, **kwargs)
-    if not spec.device_map:
-        model = model.to(spec.device)
-    return _ready(model), processor
 
 
 def _ready(model: Any) -> Any:
@@ -195,6 +128,8 @@ def generate_greedy(
     *,
     time_prefill: bool = True,
     ids_out: list[list[int]] | None = None,
+    gen_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> list[Generation]:
     """Greedy, batched generation; decodes only the new tokens of each row.
 
@@ -206,6 +141,10 @@ def generate_greedy(
             to its own budget (greedy decoding makes that the same as running it alone).
         time_prefill: Measure the first forward (the prefill) with forward hooks.
         ids_out: If given, receives each row's new token ids (cut at EOS, EOS included).
+        gen_kwargs: Run-wide generation settings (``RunSpec.gen_kwargs``): ``temperature``,
+            ``do_sample``, ``top_p``, ``num_beams`` go to ``generate``; ``max_new_tokens`` is
+            applied by the caller. Empty: greedy.
+        seed: With ``do_sample``, torch's RNG is seeded with it before the batch.
 
     Returns:
         One :class:`Generation` per row; ``total_ms`` is the batch wall time divided by rows.
@@ -224,19 +163,21 @@ def generate_greedy(
             return lambda *_: stamps.append(_now(model)) if len(stamps) == want else None
 
         hooks = [model.register_forward_pre_hook(stamp(0)), model.register_forward_hook(stamp(1))]
+    decoding: dict[str, Any] = {"do_sample": False, "num_beams": 1, "temperature": None,
+                                "top_p": None, "top_k": None}  # fmt: skip
+    gen = {k: v for k, v in (gen_kwargs or {}).items() if k != "max_new_tokens"}
+    decoding.update(gen)
+    if decoding["do_sample"]:
+        torch.manual_seed(seed)
     start = time.perf_counter()
     try:
         with torch.inference_mode():
             out = model.generate(
                 **inputs,
-                do_sample=False,
-                num_beams=1,
                 max_new_tokens=max(max_new_tokens),
                 pad_token_id=pad,
                 eos_token_id=sorted(eos_ids),
-                temperature=None,
-                top_p=None,
-                top_k=None,
+                **decoding,
             )
     finally:
         for hook in hooks:
@@ -296,6 +237,7 @@ class HFAdapter(ModelAdapter):
             self.model_class,
             self.default_pretrained,
             processor_kwargs=self.processor_load_kwargs(),
+            consumed_args=set(self.spec.args) - set(self.processor_load_kwargs()),
         )
         self._set_left_padding()
 
@@ -372,13 +314,19 @@ class HFAdapter(ModelAdapter):
 
     # -- outputs -------------------------------------------------------------------------
     def generate(self, requests: list[Request]) -> list[Generation]:
-        """Greedy generation for a batch (left padded; each row cut to its budget)."""
+        """Generation for a batch (left padded; each row cut to its budget).
+
+        Greedy unless the run's :attr:`gen_kwargs` say otherwise; their ``max_new_tokens``
+        replaces every request's own budget.
+        """
         if not requests:
             return []
         inputs = self.prepare(requests)
-        budgets = [r.max_new_tokens for r in requests]
+        fixed = self.gen_kwargs.get("max_new_tokens")
+        budgets = [fixed or r.max_new_tokens for r in requests]
         ids: list[list[int]] = []
-        out = generate_greedy(self.model, self.tokenizer, inputs, budgets, ids_out=ids)
+        out = generate_greedy(self.model, self.tokenizer, inputs, budgets, ids_out=ids,
+                              gen_kwargs=self.gen_kwargs, seed=self.gen_seed)  # fmt: skip
         self.last_output_ids = ids
         return out
 

@@ -170,7 +170,7 @@ def run_diagnose(
     results, samples, skipped, task_info = [], [], [], []
     for spec in tspecs:
         task = build_task(spec.name, spec.args)
-        docs = list(task.load(split=spec.split, limit=spec.limit))[: spec.limit]
+        docs = spec.take(task.load(split=spec.split, limit=spec.load_limit))
         task_info.append(_task_info(spec, task))
         for doc in tqdm(docs, desc=f"diagnose {spec.name}", disable=not progress, leave=False):
             try:

@@ -91,11 +91,9 @@ def probe_task(
     task = build_task(tspec.name, tspec.args)
     task.collect_bad_rows = skip_bad_docs
     try:
-        docs = list(task.load(split=tspec.split, limit=tspec.limit))
+        docs = tspec.take(task.load(split=tspec.split, limit=tspec.load_limit))
     except SampleError as exc:
         raise BadDataError(f"task {tspec.name!r}: {exc}; {BadDataError.FIX}") from None
-    if tspec.limit is not None:
-        docs = docs[: tspec.limit]
     spec = {
         "name": tspec.name,
         "split": tspec.split or task.default_split,

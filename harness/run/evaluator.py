@@ -10,8 +10,6 @@ uninterrupted run. A different spec into a non-empty directory is refused.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +28,7 @@ from harness.api.task import (
     TaskLoadError,
     build_task,
 )
+from harness.run.cells import cell_names, previous_resolved, samples_filename
 from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
@@ -49,21 +48,13 @@ class EvaluationError(RuntimeError):
     """A grid that cannot go on (names the task / document / file at fault)."""
 
 
-def samples_filename(task: str, intervention_label: str) -> str:
-    """File name of a cell's sample log: readable, filesystem-safe and collision-free."""
-    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", intervention_label)
-    if slug != intervention_label:
-        slug += "-" + hashlib.sha1(intervention_label.encode()).hexdigest()[:8]
-    return f"{task}__{slug}.jsonl"
-
-
 _FIX = BadDataError.FIX
 
 
 def _load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
     """All documents of one task (BadDoc entries in place of malformed rows when skipping)."""
     try:
-        docs = list(task.load(split=tspec.split, limit=tspec.limit))
+        docs = tspec.take(task.load(split=tspec.split, limit=tspec.load_limit))
     except SampleError as exc:
         raise BadDataError(f"task {tspec.name!r}: {exc}; {_FIX}") from None
     except TaskLoadError as exc:
@@ -72,8 +63,6 @@ def _load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
         raise EvaluationError(
             f"task {tspec.name!r}: documents failed to load: {type(exc).__name__}: {exc}"
         ) from exc
-    if tspec.limit is not None:
-        docs = docs[: tspec.limit]
     ids = [d.doc_id for d in docs]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -108,7 +97,7 @@ def _run_cell(
     rank, world = shard
     pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
     ctx = ScoringContext(parse_box=adapter.parse_box, seed=spec.seed)
-    counters = {"skipped": 0}
+    counters = {"skipped": 0, "generated": 0}
     bar = tqdm(total=len(docs), initial=len(docs) - len(pending), desc=desc, leave=False)
     try:  # the bar is cleared before any error is printed
         for start in range(0, len(pending), spec.batch_size):
@@ -129,7 +118,8 @@ def _run_cell(
                     counters["skipped"] += 1
                     bar.update(1)
             if batch:
-                _score_batch(task, batch, requests, adapter, log, ctx, bar)
+                _score_batch(task, batch, requests, adapter, log, ctx, bar, spec.predict_only)
+                counters["generated"] += len(batch)
     finally:
         bar.close()
     return counters
@@ -143,6 +133,7 @@ def _score_batch(
     log: SampleLog,
     ctx: ScoringContext,
     bar: Any,
+    predict_only: bool = False,
 ) -> None:
     t0 = time.perf_counter()
     generations = adapter.generate(requests)
@@ -161,24 +152,31 @@ def _score_batch(
             **task.sample_log(doc),
         }
         try:
-            row["scores"] = task.score(doc, gen, ctx)
+            if not predict_only:
+                row["scores"] = task.score(doc, gen, ctx)
         except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
             row["error"] = f"{type(exc).__name__}: {exc}"
         log.append(row)
         bar.update(1)
 
 
-def _summarise(task: Task, docs: Sequence[Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _summarise(
+    task: Task, docs: Sequence[Any], rows: list[dict[str, Any]], predict_only: bool = False
+) -> dict[str, Any]:
     order = {d.doc_id: i for i, d in enumerate(docs)}
     rows, _ = unique_rows(rows)
     rows = sorted((r for r in rows if r["doc_id"] in order), key=lambda r: order[r["doc_id"]])
-    scored = [r for r in rows if "scores" in r]
     failures = [{"doc_id": r["doc_id"], "error": r["error"]} for r in rows if "error" in r]
     skipped = sum(1 for r in rows if "skipped" in r)
-    metrics = [
-        MetricRecord(m.name, _finite(m.value), m.stderr, m.n)
-        for m in task.aggregate([r["scores"] for r in scored])
-    ]
+    if predict_only:  # outputs only: no scores, no metrics
+        scored = [r for r in rows if "output" in r and "error" not in r]
+        metrics = []
+    else:
+        scored = [r for r in rows if "scores" in r]
+        metrics = [
+            MetricRecord(m.name, _finite(m.value), m.stderr, m.n)
+            for m in task.aggregate([r["scores"] for r in scored])
+        ]
     timing = _timing_summary(scored)
     return {
         "metrics": metrics,
@@ -303,28 +301,35 @@ def _run(
     metric_defs: dict[str, list[MetricDefRecord]] = {}
     provenance = collect_provenance(adapter)
     provenance["settings"]["world_size"] = world
-    for tspec, task in tasks:
+    if spec.gen_kwargs:
+        provenance["settings"]["gen_kwargs"] = dict(spec.gen_kwargs)
+    adapter.gen_kwargs, adapter.gen_seed = dict(spec.gen_kwargs), spec.seed
+    names = cell_names(spec.tasks, spec.interventions)
+    before = previous_resolved(out)
+    for i, (tspec, task) in enumerate(tasks):
         docs = docs_of[id(task)]
         metric_defs[tspec.name] = [
             MetricDefRecord(m.name, m.higher_is_better, m.description) for m in task.metrics
         ]
-        for ispec, interv in interventions:
-            fname = samples_filename(tspec.name, ispec.label)
+        for j, (ispec, interv) in enumerate(interventions):
+            fname = names[(i, j)]
             log = SampleLog(out / "samples" / _shard_name(fname, (rank, world)))
             desc = f"{tspec.name} × {ispec.label}"
             window_kernels_used(reset=True)
             with interv.attach(adapter) as resolved:
-                _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
+                counters = _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
             resolved = dict(resolved or {})
             if used := window_kernels_used(reset=True):  # which window kernel ran, per cell
                 resolved["window_kernels"] = used
+            if not counters["generated"] and f"samples/{fname}" in before:
+                resolved = before[f"samples/{fname}"]  # resumed, nothing new: keep the record
             rows = log.read()
             if world > 1:
                 rows = dist.gather_rows(rows)
                 if rows is None:
                     continue
                 _write_merged_log(out / "samples" / fname, docs, rows)
-            summary = _summarise(task, docs, rows)
+            summary = _summarise(task, docs, rows, spec.predict_only)
             entries.append(
                 ResultEntry(
                     task=tspec.name,
@@ -333,7 +338,7 @@ def _run(
                     task_settings=task.settings(),
                     intervention=ispec.label,
                     intervention_spec={"name": ispec.name, "args": dict(ispec.args)},
-                    intervention_resolved=dict(resolved or {}),
+                    intervention_resolved=resolved,
                     samples_file=f"samples/{fname}",
                     **summary,
                 )

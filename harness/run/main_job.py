@@ -14,8 +14,11 @@ output directory:
 
 Defaults run the bundled toy model on the mini tasks in a few minutes on 2 CPU cores;
 ``--model`` / ``--model-args`` / ``--tasks`` / ``--limit`` run the same protocol on a real
-checkpoint and the real benchmarks. Each stage resumes: rerunning the command skips
-what is already on disk.
+checkpoint and the real benchmarks (:func:`real_model_defaults`): the hybrid window of the
+accuracy grid is then a fraction of the tasks' measured prompt lengths
+(``sequence_lengths.json``), and the bench times the model's own decoder geometry on its own
+device and dtype. Each stage resumes: rerunning the command skips what is already on disk,
+and keeps the first run's stage timings (``timings.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProtocolConfig", "mini_tasks", "run_protocol"]
+__all__ = ["ProtocolConfig", "mini_tasks", "real_model_defaults", "run_protocol"]
 
 
 def mini_tasks() -> tuple[str, ...]:
@@ -49,62 +52,86 @@ class ProtocolConfig:
     Attributes:
         tasks: Accuracy tasks; grounded ones (with evidence) are also ranked.
         rank_tasks: Tasks to rank on; None = the grounded ones among ``tasks``.
-        n_eval: Documents per task in the accuracy grid (mini tasks' ``n``; else ``limit``).
-        n_rank: Documents per task for the ranking.
+        n_eval: Documents per task in the accuracy grid (mini tasks' ``n``; else ``limit``),
+            or a fraction 0 < x < 1 of each task's documents.
+        n_rank: Documents per task for the ranking (a count or a fraction).
         ablation_k: Head counts / fractions for top/bottom/random ablation.
         random_draws: Seeded random-k draws per k (averaged in the summary).
         hybrid_keep: Fractions of heads kept full in hybrid attention.
-        hybrid_window: Window of the other heads (tokens).
+        hybrid_window: Window of the other heads (tokens); None: ``hybrid_window_fraction``
+            of the median of the tasks' median prompt lengths (measured, recorded).
+        hybrid_window_fraction: See ``hybrid_window``.
         sap: SAP intervention arguments (one setting).
-        bench_lengths: Context lengths for the prefill benchmark (attention only).
-        bench_window: Window of the benchmark's windowed heads.
-        bench_geometry: Geometry preset of the benchmark (``headscope bench hybrid``).
+        bench_lengths: Context lengths for the prefill benchmark (attention only); None: the
+            tasks' median prompt lengths.
+        bench_window: Window of the benchmark's windowed heads; None: the grid's window.
+        bench_geometry: Geometry preset of the benchmark (``headscope bench hybrid``); None:
+            the loaded model's own decoder geometry, on the model's device and dtype.
         diagnose_tasks: Tasks for module diagnostics; n_diagnose documents each.
         task_args: Per-task variant arguments (data paths of the real benchmarks...).
+        gen_kwargs: Generation settings of the accuracy grid (``RunSpec.gen_kwargs``).
         skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
     """
 
     tasks: tuple[str, ...] = field(default_factory=mini_tasks)
     rank_tasks: tuple[str, ...] | None = None
-    n_eval: int = 64
-    n_rank: int = 64
+    n_eval: float = 64
+    n_rank: float = 64
     ablation_k: tuple[float, ...] = (0.1, 0.2)
     random_draws: int = 5
     hybrid_keep: tuple[float, ...] = (0.1, 0.25)
-    hybrid_window: int = 24
+    hybrid_window: int | None = 24
+    hybrid_window_fraction: float = 0.25
     sap: dict[str, Any] = field(
         default_factory=lambda: {"prior": "complexity", "semantics": "distribution", "lam": 1.0}
     )
-    bench_lengths: tuple[int, ...] = (2048, 4096)
-    bench_window: int = 512
-    bench_geometry: str = "default"
+    bench_lengths: tuple[int, ...] | None = (2048, 4096)
+    bench_window: int | None = 512
+    bench_geometry: str | None = "default"
     diagnose_tasks: tuple[str, ...] = ("refcocog_mini",)
     n_diagnose: int = 8
     task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     batch_size: int = 16
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_bad_docs: bool = False
 
     def __post_init__(self) -> None:
-        from harness.api.specs import SpecError
+        from harness.api.specs import SpecError, check_gen_kwargs
 
-        for name in ("n_eval", "n_rank", "n_diagnose", "batch_size", "random_draws"):
+        for name in ("n_eval", "n_rank"):  # a count, or a fraction of each task's documents
+            n = getattr(self, name)
+            if not (n >= 1 and float(n).is_integer() or 0 < n < 1):
+                raise SpecError(f"main job: {name} must be a count ≥ 1 or a fraction 0 < x < 1")
+        for name in ("n_diagnose", "batch_size", "random_draws"):
             if getattr(self, name) < 1:
                 raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
         if self.seed < 0:
             raise SpecError(f"main job: seed must be ≥ 0, got {self.seed}")
+        check_gen_kwargs(self.gen_kwargs)
 
 
-def _task_spec(name: str, n: int, cfg: ProtocolConfig | None = None) -> Any:
+def real_model_defaults() -> dict[str, Any]:
+    """ProtocolConfig settings for a real checkpoint (anything but the bundled toy).
+
+    The toy's fixed 24-token window and the CPU bench geometry are tuned to its ~30–115-token
+    prompts; a real model gets a window scaled to its tasks' prompt lengths and a bench of its
+    own geometry on its own device and dtype, at those lengths.
+    """
+    return {"hybrid_window": None, "bench_geometry": None, "bench_lengths": None,
+            "bench_window": None}  # fmt: skip
+
+
+def _task_spec(name: str, n: float, cfg: ProtocolConfig | None = None) -> Any:
     from harness.api.specs import TaskSpec
 
     extra = dict((cfg.task_args if cfg else {}).get(name, {}))
-    if name.endswith("_mini"):
-        return TaskSpec(name, args={"n": n, **extra})
+    if name.endswith("_mini") and n >= 1:
+        return TaskSpec(name, args={"n": int(n), **extra})
     return TaskSpec(name, limit=n, args=extra)
 
 
-def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
+def _interventions(cfg: ProtocolConfig, ranking: Path, window: int) -> list[Any]:
     from harness.api.intervention import build_intervention
     from harness.api.specs import InterventionSpec
 
@@ -121,7 +148,7 @@ def _interventions(cfg: ProtocolConfig, ranking: Path) -> list[Any]:
             specs.append(InterventionSpec("ablate", {**random_k.args, "draw": variant.draw}))
     specs.append(InterventionSpec("sap", {**cfg.sap, "seed": cfg.seed}))
     for keep in cfg.hybrid_keep:
-        args = {"keep": keep, "window": cfg.hybrid_window, "ranking": str(ranking)}
+        args = {"keep": keep, "window": window, "ranking": str(ranking)}
         specs.append(InterventionSpec("hybrid", args))
     return specs
 
@@ -138,6 +165,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     directory is locked while the job runs (a second job into it is refused).
     """
     from harness.api.registry import MODEL_FAMILIES
+    from harness.api.specs import SpecError
     from harness.api.task import build_task
     from harness.run.evaluator import SPEC_FILE
     from harness.run.outdir import OutputLock, check_main_job_dir
@@ -147,7 +175,13 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     names = dict.fromkeys((*cfg.tasks, *(cfg.rank_tasks or ()), *cfg.diagnose_tasks))
     built = {n: build_task(n, _task_spec(n, 1, cfg).args) for n in names}
     if not (cfg.rank_tasks or any(built[n].grounded for n in cfg.tasks)):
-        raise ValueError("the protocol needs at least one grounded task to rank heads on")
+        from harness.api.registry import TASKS
+
+        grounded = ", ".join(n for n in TASKS.names() if TASKS.get(n).grounded)
+        raise SpecError(
+            f"the protocol ranks heads on grounded tasks, and none of {list(cfg.tasks)} is "
+            f"one; add one of {grounded}"
+        )
     check_main_job_dir(out, SPEC_FILE)
     with OutputLock(out, "main job directory"):
         return _stages(model_spec, cfg, out)
@@ -159,77 +193,84 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.api.specs import RunSpec
     from harness.probes.rank import format_report, run_rank
     from harness.run.evaluator import run_grid
+    from harness.run.stages import (
+        StageTimings,
+        bench_stage,
+        scaled_window,
+        task_lengths,
+        window_record,
+    )
     from harness.schema.results import write_json_atomic
 
-    timings: dict[str, float] = {}
-    t = _stage(f"loading model {model_spec.name}")
-    adapter = load_adapter(model_spec)
-    timings["load_s"] = time.perf_counter() - t
+    clock = StageTimings(out / "timings.json")
+    start = _stage(f"loading model {model_spec.name}")
+    adapter = load_adapter(model_spec)  # a bad checkpoint fails here, before anything is written
+    clock.record("load_s", time.perf_counter() - start, (out / "summary.json").exists())
 
     rank_tasks = cfg.rank_tasks or tuple(n for n in cfg.tasks if TASKS.get(n).grounded)
-    if not rank_tasks:
-        raise ValueError("the protocol needs at least one grounded task to rank heads on")
-    t = _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
+    _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
     ranking_path = out / "rank" / "ranking.json"
-    if ranking_path.exists():
-        print(f"   reusing {ranking_path}")
-    else:
-        report = run_rank(adapter, [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks],
-                          out / "rank", seed=cfg.seed,
-                          skip_bad_docs=cfg.skip_bad_docs)  # fmt: skip
-        print(format_report(report))
-    timings["rank_s"] = time.perf_counter() - t
+    with clock.stage("rank_s", done_before=ranking_path.exists()):
+        if ranking_path.exists():
+            print(f"   reusing {ranking_path}")
+        else:
+            report = run_rank(adapter, [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks],
+                              out / "rank", seed=cfg.seed,
+                              skip_bad_docs=cfg.skip_bad_docs)  # fmt: skip
+            print(format_report(report))
 
-    t = _stage("2/5 accuracy grid: baseline, ablation, SAP, hybrid")
+    task_specs = tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
+    lengths = task_lengths(adapter, task_specs, cfg, out)
+    window = cfg.hybrid_window or scaled_window(lengths, cfg.hybrid_window_fraction)
+    _stage(f"2/5 accuracy grid: baseline, ablation, SAP, hybrid (window {window})")
     spec = RunSpec(
         model=model_spec,
-        tasks=tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks),
-        interventions=tuple(_interventions(cfg, ranking_path)),
+        tasks=task_specs,
+        interventions=tuple(_interventions(cfg, ranking_path, window)),
         seed=cfg.seed,
         batch_size=cfg.batch_size,
         output=str(out / "accuracy"),
         skip_bad_docs=cfg.skip_bad_docs,
+        gen_kwargs=dict(cfg.gen_kwargs),
     )
-    results = run_grid(spec, adapter)
-    timings["accuracy_s"] = time.perf_counter() - t
+    with clock.stage("accuracy_s", done_before=_complete(out / "accuracy" / "results.json")):
+        results = run_grid(spec, adapter)
 
-    t = _stage("3/5 prefill speed: dense vs hybrid (FLOP-model bound alongside)")
+    _stage("3/5 prefill speed: dense vs hybrid (FLOP-model bound alongside)")
     bench_path = out / "bench_hybrid.json"
-    if not bench_path.exists():
-        _bench(cfg, bench_path)
-    timings["bench_s"] = time.perf_counter() - t
+    with clock.stage("bench_s", done_before=bench_path.exists()):
+        if not bench_path.exists():
+            bench_stage(cfg, bench_path, adapter, lengths, window)
 
-    t = _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
-    if not (out / "diagnose" / "diagnostics_paper.json").exists():
-        from harness.probes.diagnose_run import run_diagnose
+    _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
+    diag_done = (out / "diagnose" / "diagnostics_paper.json").exists()
+    with clock.stage("diagnose_s", done_before=diag_done):
+        if not diag_done:
+            from harness.probes.diagnose_run import run_diagnose
 
-        diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
-        run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose, cfg) for n in diag],
-                     out / "diagnose", seed=cfg.seed)  # fmt: skip
-    timings["diagnose_s"] = time.perf_counter() - t
+            diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
+            run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose, cfg) for n in diag],
+                         out / "diagnose", seed=cfg.seed)  # fmt: skip
 
-    t = _stage("5/5 leaderboards and figures")
-    tables_text = _leaderboards(out)
-    timings["leaderboards_s"] = time.perf_counter() - t
+    _stage("5/5 leaderboards and figures")
+    boards_done = (out / "leaderboards" / "leaderboard.md").exists()
+    with clock.stage("leaderboards_s", done_before=boards_done):
+        tables_text = _leaderboards(out)
 
     summary = _summary(results, bench_path, out, cfg)
-    summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
+    summary["hybrid_window"] = window_record(cfg, window, lengths)
+    summary["timings_s"] = clock.rounded()
     write_json_atomic(out / "summary.json", summary)
     print(tables_text)
     _print_summary(summary)
     return summary
 
 
-def _bench(cfg: ProtocolConfig, path: Path) -> None:
-    from harness.bench.hybrid import run_bench
-    from harness.schema.results import write_json_atomic
-
-    rows = []
-    for keep in cfg.hybrid_keep:
-        rows += run_bench(geometry=cfg.bench_geometry, lengths=cfg.bench_lengths, keep=keep,
-                          window=cfg.bench_window, scope="attention", repeats=3,
-                          seed=cfg.seed)  # fmt: skip
-    write_json_atomic(path, {"bench": "hybrid", "rows": rows})
+def _complete(results_path: Path) -> bool:
+    try:
+        return json.loads(results_path.read_text(encoding="utf-8"))["status"] == "complete"
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _leaderboards(out: Path) -> str:

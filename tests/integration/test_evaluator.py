@@ -40,7 +40,7 @@ def test_resume_after_crash_equals_uninterrupted(tmp_path):
     crashing = ScriptedAdapter(correct_on_even, fail_after=5)
     with pytest.raises(RuntimeError, match="scripted crash"):
         run_grid(make_spec(tmp_path / "b", batch_size=2), crashing)
-    log = tmp_path / "b" / "samples" / samples_filename("test_echo", "none")
+    log = tmp_path / "b" / "samples" / samples_filename("test_echo", "none", {"n": 10})
     assert len(log.read_text().splitlines()) == 4  # two full batches survived the crash
     second = ScriptedAdapter(correct_on_even)
     resumed = run_grid(make_spec(tmp_path / "b", batch_size=2), second)
@@ -51,7 +51,7 @@ def test_resume_after_crash_equals_uninterrupted(tmp_path):
 
 def test_torn_last_line_is_repaired(tmp_path):
     run_grid(make_spec(tmp_path / "r", n=4), ScriptedAdapter(correct_on_even))
-    log = tmp_path / "r" / "samples" / samples_filename("test_echo", "none")
+    log = tmp_path / "r" / "samples" / samples_filename("test_echo", "none", {"n": 4})
     lines = log.read_text().splitlines(keepends=True)
     log.write_text("".join(lines[:2]) + lines[2][:15])  # crash mid-write
     adapter = ScriptedAdapter(correct_on_even)

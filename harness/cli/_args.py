@@ -1,0 +1,121 @@
+"""Typed values of the flags lmms-eval users type: ``--model_args``, ``--gen_kwargs``, ``--limit``.
+
+``--model_args`` and ``--gen_kwargs`` take either a JSON object or lmms-eval's
+``key=value,key=value`` form. In the latter, commas inside brackets, braces or quotes do not
+split (``layers=[1,2]``, ``family_args={"a":1,"b":2}``), and each value is typed: ``true`` /
+``false`` (any case) are booleans, numbers are ints or floats, ``null`` is None, a JSON list or
+object is that list or object, a bracketed list of bare words (``[a,b]``) is a list of typed
+items, and anything else is a string. Light at import: json and math only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness.api.specs import SpecError
+
+__all__ = ["parse_mapping", "typed_value", "split_top_level", "limit_value", "prose"]
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep`` outside brackets, braces and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def typed_value(text: str) -> Any:
+    """One ``key=value`` value with its type (see the module docstring)."""
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [typed_value(x) for x in split_top_level(inner)] if inner else []
+    return text
+
+
+def parse_mapping(text: str | None, flag: str) -> dict[str, Any]:
+    """``--flag`` text → dict: a JSON object, or ``key=value,...`` with typed values.
+
+    Raises:
+        SpecError: malformed JSON, a part without ``=``, an empty or repeated key.
+    """
+    if text is None:
+        return {}
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{flag}: malformed JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise SpecError(f"{flag} must be a JSON object or key=value,key=value")
+        return value
+    out: dict[str, Any] = {}
+    for part in split_top_level(text):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise SpecError(
+                f"{flag}: expected key=value, got {part.strip()!r} "
+                "(or pass a JSON object, e.g. '{\"key\": value}')"
+            )
+        if key in out:
+            raise SpecError(f"{flag}: key {key!r} given twice")
+        out[key] = typed_value(value)
+    return out
+
+
+def limit_value(text: str) -> int | float:
+    """``--limit``: a count ≥ 1 or a fraction 0 < x < 1 of each task's documents."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value >= 1 and value.is_integer():
+        return int(value)
+    if 0 < value < 1:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a count (an integer ≥ 1) or a fraction 0 < x < 1 of the documents"
+    )
+
+
+def prose(doc: str | None) -> str:
+    """A module docstring as plain help text: reStructuredText roles and literals unwrapped.
+
+    ``:class:`~a.b.C``` → ``C``, ``:func:`f``` → ``f``, double backquotes dropped; paragraphs
+    and list items keep their lines (use with ``argparse.RawDescriptionHelpFormatter``).
+    """
+    import re
+
+    text = doc or ""
+    text = re.sub(r":[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`", lambda m: m.group(1).split(".")[-1]
+                  if m.group(0).count("~") else m.group(1), text)  # fmt: skip
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    text = re.sub(r"`([^`]+)`_?", r"\1", text)
+    return text.strip()

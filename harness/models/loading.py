@@ -1,0 +1,240 @@
+"""Loading a Hugging Face checkpoint for an adapter, with clear errors for bad input.
+
+Before any weights are read:
+
+- the checkpoint is found (:func:`resolve_checkpoint`): a local directory loads offline; a hub
+  id loads from the local Hugging Face cache when it is there, else is downloaded — unless the
+  hub cannot be reached (``HF_HUB_OFFLINE`` set, or no connection to the hub's host within a
+  few seconds), which gives one :class:`CheckpointError` naming the id and asking for a local
+  directory, instead of minutes of retries ending in an ``OSError`` traceback;
+- the device is checked (:func:`check_device`): ``cuda`` on a torch without CUDA, or a CUDA
+  index that does not exist, is a :class:`~harness.api.specs.SpecError`;
+- after the (light) processor is loaded, every family option in ``ModelSpec.args`` must be one
+  the processor understands (:func:`check_processor_args`); HF's ``from_pretrained`` would
+  silently drop the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from harness.api.specs import SpecError
+
+if TYPE_CHECKING:
+    from harness.api.specs import ModelSpec
+
+__all__ = [
+    "CheckpointError",
+    "torch_dtype",
+    "resolve_checkpoint",
+    "check_device",
+    "processor_arg_names",
+    "check_processor_args",
+    "load_pretrained",
+]
+
+HUB_TIMEOUT_S = 3.0
+"""Seconds to wait for a TCP connection to the hub before calling it unreachable."""
+
+
+class CheckpointError(SpecError):
+    """A checkpoint that cannot be found or loaded (a usage error: exit code 2)."""
+
+
+def torch_dtype(name: str) -> Any:
+    """``"float32"``/``"bfloat16"``/``"float16"`` → ``torch.dtype``; ``"auto"`` stays ``"auto"``."""
+    import torch
+
+    if name == "auto":
+        return "auto"
+    if name not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"unknown dtype {name!r} (float32, bfloat16, float16, auto)")
+    return getattr(torch, name)
+
+
+def _looks_local(path: str) -> bool:
+    return path.startswith(("/", "./", "../", "~", ".\\")) or "\\" in path or path.count("/") > 1
+
+
+def _hub_reachable() -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=HUB_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
+def _in_cache(repo: str, revision: str | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    hit = try_to_load_from_cache(repo, "config.json", revision=revision)
+    return isinstance(hit, str)
+
+
+def resolve_checkpoint(spec: ModelSpec, default: str | None) -> tuple[str, dict[str, Any]]:
+    """``(path or hub id, extra from_pretrained kwargs)`` of the checkpoint to load.
+
+    Raises:
+        CheckpointError: no checkpoint given; a local path that is not a directory; a hub id
+            neither in the local cache nor reachable (no network).
+    """
+    path = spec.pretrained or default
+    who = f"model {spec.name!r}"
+    if not path:
+        raise CheckpointError(f'{who}: no checkpoint given; pass "pretrained": "DIR"')
+    local = Path(path).expanduser()
+    if local.is_dir():
+        return str(local), {"local_files_only": True}
+    if _looks_local(path) or local.exists():
+        raise CheckpointError(
+            f"{who}: checkpoint directory {path!r} does not exist (or is not a directory)"
+        )
+    if _in_cache(path, spec.revision):
+        if not _hub_reachable():
+            return path, {"local_files_only": True}
+        return path, {}
+    if not _hub_reachable():
+        raise CheckpointError(
+            f"{who}: checkpoint {path!r} is not on this machine (not a local directory, not "
+            "in the Hugging Face cache) and the hub cannot be reached (no network or "
+            "HF_HUB_OFFLINE set). Download it where there is network and pass the local "
+            f'directory: --model-args \'{{"pretrained": "/path/to/{path.split("/")[-1]}"}}\''
+        )
+    return path, {}
+
+
+def check_device(device: str | None) -> None:
+    """Refuse a CUDA device this machine does not have (before anything is loaded).
+
+    Raises:
+        SpecError: ``cuda``/``cuda:i`` without CUDA, or with fewer than ``i + 1`` devices.
+    """
+    if not device or not str(device).startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = torch.version.cuda or "none (a CPU-only build)"
+        raise SpecError(
+            f"device {device!r} asked for, but CUDA is not available here (torch "
+            f'{torch.__version__}, CUDA build {build}); pass "device": "cpu" or install a '
+            "CUDA build of torch"
+        )
+    _, _, index = str(device).partition(":")
+    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+        raise SpecError(
+            f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here"
+        )
+
+
+def processor_arg_names(processor: Any) -> set[str]:
+    """Option names a loaded HF processor understands at ``from_pretrained``.
+
+    The processor's and its sub-processors' attributes, plus the typed keyword arguments
+    (``valid_kwargs``) the image / video processors declare (e.g. Qwen's ``min_pixels``,
+    which only ends up inside ``size``).
+    """
+    names: set[str] = set()
+    parts = [processor] + [
+        getattr(processor, a, None) for a in ("image_processor", "video_processor", "tokenizer")
+    ]
+    for part in parts:
+        if part is None:
+            continue
+        names |= {k for k in vars(part) if not k.startswith("_")}
+        typed = getattr(type(part), "valid_kwargs", None)
+        for cls in getattr(typed, "__mro__", ()):
+            names |= set(getattr(cls, "__annotations__", {}))
+    return names
+
+
+def check_processor_args(spec: ModelSpec, processor: Any, consumed: set[str] = frozenset()) -> None:
+    """Refuse family options (``spec.args``) that neither the adapter nor the processor uses.
+
+    Raises:
+        SpecError: naming the unknown keys and the ones that would be understood.
+    """
+    known = processor_arg_names(processor) | set(consumed)
+    unknown = sorted(set(spec.args) - known)
+    if unknown:
+        hint = sorted(k for k in known if "pixel" in k or k in ("size", "num_frames", "fps"))
+        raise SpecError(
+            f"model {spec.name!r}: --model-args option(s) {unknown} are not understood by this "
+            f"family's processor ({type(processor).__name__}); it would ignore them. "
+            f"Resolution options it does understand include {hint}"
+        )
+
+
+def load_pretrained(
+    spec: ModelSpec,
+    model_class: str,
+    default_pretrained: str | None,
+    *,
+    processor_kwargs: dict[str, Any] | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+    consumed_args: set[str] = frozenset(),
+) -> tuple[Any, Any]:
+    """Load ``(model, processor)`` with ``from_pretrained`` and put the decoder on the dispatch.
+
+    Args:
+        spec: Model spec (pretrained, revision, dtype, device, device_map, attn_implementation).
+        model_class: ``transformers`` class name, e.g. ``"Qwen2_5_VLForConditionalGeneration"``.
+        default_pretrained: Hub id used when ``spec.pretrained`` is None.
+        processor_kwargs: Extra ``AutoProcessor.from_pretrained`` kwargs (e.g. ``max_pixels``).
+        model_kwargs: Extra model ``from_pretrained`` kwargs.
+        consumed_args: Keys of ``spec.args`` the adapter itself uses (not the processor).
+
+    Returns:
+        The model (eval mode, on ``spec.device`` unless ``device_map`` is set, text decoder on
+        ``headscope``) and the processor (left padding). A local directory loads offline.
+
+    Raises:
+        CheckpointError: see :func:`resolve_checkpoint`. SpecError: see :func:`check_device`
+            and :func:`check_processor_args`.
+    """
+    import transformers
+
+    if not spec.device_map:
+        check_device(spec.device)
+    path, common = resolve_checkpoint(spec, default_pretrained)
+    if spec.revision:
+        common["revision"] = spec.revision
+    try:
+        processor = transformers.AutoProcessor.from_pretrained(
+            path, **common, **(processor_kwargs or {})
+        )
+    except (ImportError, ValueError) as exc:
+        if "torchvision" not in str(exc):
+            raise
+        # HF's video processors (Qwen, LLaVA-OneVision, InternVL) are torchvision-only
+        raise ImportError(
+            f"the processor of {path!r} needs torchvision: install the torchvision build "
+            f"that matches your torch ({exc})"
+        ) from exc
+    except OSError as exc:  # gated / missing repo, missing files in a directory
+        raise CheckpointError(f"model {spec.name!r}: cannot load {path!r}: {exc}") from None
+    check_processor_args(spec, processor, consumed_args)
+    kwargs: dict[str, Any] = {
+        "dtype": torch_dtype(spec.dtype),
+        "attn_implementation": spec.attn_implementation,
+    }
+    if spec.device_map:
+        kwargs["device_map"] = spec.device_map
+    kwargs.update(model_kwargs or {})
+    try:
+        model = getattr(transformers, model_class).from_pretrained(path, **common, **kwargs)
+    except OSError as exc:
+        raise CheckpointError(f"model {spec.name!r}: cannot load {path!r}: {exc}") from None
+    if not spec.device_map:
+        model = model.to(spec.device)
+    from harness.attention.dispatch import use_dispatch
+
+    return use_dispatch(model.eval()), processor

@@ -1,0 +1,135 @@
+"""Per-cell bookkeeping of a grid: sample-log names, and what a resumed cell keeps.
+
+A cell is one (task with its args, intervention with its args). Its log's name must
+
+- differ for every cell of a grid: the same task listed twice with different args (``pope`` and
+  ``pope`` with ``subset: adversarial``) gets two files, never one shared log whose rows a
+  second cell would silently take as already done;
+- stay the same when the output directory or a ranking file is moved or reached through another
+  path, so that a resumed or relocated run finds its logs: a file-path argument enters the name
+  by its base name and a hash of the file's content (``ranking.json-1a2b3c4d``), never by its
+  absolute path; a directory argument (a task's data folder) by its base name only;
+- be readable and filesystem-safe: ``<task>[<args>]__<intervention>_<args>.jsonl``; a part
+  that had to be changed to be safe, or is longer than :data:`MAX_PART`, ends with a hash.
+
+Two cells that still map to one name (two data folders with the same base name, say) are told
+apart by a hash of their full identity, paths included.
+
+A resumed cell with nothing left to run keeps the resolved intervention details of the run that
+did the work (:func:`previous_resolved`): re-attaching would record e.g. SAP's ``forwards`` as 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cell_names", "samples_filename", "portable_args", "previous_resolved"]
+
+MAX_PART = 80
+"""Longest readable part (task or intervention) of a file name before it is cut and hashed."""
+
+_PATH_KEYS = frozenset({"ranking", "mean_reference", "path"})
+
+
+def _sha(text: str | bytes, n: int = 8) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha1(data).hexdigest()[:n]
+
+
+def _looks_like_path(key: str, value: Any) -> bool:
+    if not isinstance(value, str) or not value:
+        return False
+    if key in _PATH_KEYS or key.endswith(("_dir", "_root", "_file", "_files", "_path")):
+        return True
+    return value.startswith(("/", "./", "../", "~")) or "\\" in value
+
+
+def _portable(value: str) -> str:
+    path = Path(value).expanduser()
+    if path.is_file():
+        return f"{path.name}-{_sha(path.read_bytes())}"
+    return path.name or value
+
+
+def portable_args(args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with every file-path value replaced by its base name (+ content hash for files)."""
+    return {k: _portable(v) if _looks_like_path(k, v) else v for k, v in args.items()}
+
+
+def _text(args: dict[str, Any]) -> str:
+    return ",".join(
+        f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':')).strip(chr(34))}"
+        for k, v in sorted(args.items())
+    )
+
+
+def _safe(part: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.,=+\[\]-]+", "_", part)
+    if slug != part or len(slug) > MAX_PART:
+        slug = slug[: MAX_PART - 9] + "-" + _sha(part)
+    return slug
+
+
+def samples_filename(
+    task: str,
+    intervention: str,
+    task_args: dict[str, Any] | None = None,
+    intervention_args: dict[str, Any] | None = None,
+) -> str:
+    """The log name of one cell (see the module docstring), before grid-wide disambiguation.
+
+    Args:
+        task: Task name.
+        intervention: Intervention name, or a full label (``name:k=v,...``) when no args
+            are given separately.
+        task_args: The task's variant arguments ({} or None: none, and no brackets).
+        intervention_args: The intervention's arguments.
+    """
+    task_part = task
+    if task_args:
+        task_part += f"[{_text(portable_args(task_args))}]"
+    interv = intervention
+    if intervention_args:
+        interv += "_" + _text(portable_args(intervention_args))
+    return f"{_safe(task_part)}__{_safe(interv)}.jsonl"
+
+
+def cell_names(tasks: Sequence[Any], interventions: Sequence[Any]) -> dict[tuple[int, int], str]:
+    """``(task index, intervention index) → file name`` for a whole grid, every name distinct.
+
+    Args:
+        tasks: Task specs (``name``, ``args``; ``split`` when not None joins the args).
+        interventions: Intervention specs (``name``, ``args``).
+    """
+
+    def targs(t: Any) -> dict[str, Any]:
+        return {**t.args, **({"split": t.split} if t.split is not None else {})}
+
+    names = {
+        (i, j): samples_filename(t.name, x.name, targs(t), x.args)
+        for i, t in enumerate(tasks)
+        for j, x in enumerate(interventions)
+    }
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    for (i, j), name in names.items():
+        if counts[name] > 1:
+            t, x = tasks[i], interventions[j]
+            full = json.dumps([t.name, targs(t), x.name, x.args], sort_keys=True, default=str)
+            names[(i, j)] = name.removesuffix(".jsonl") + f"-{_sha(full)}.jsonl"
+    return names
+
+
+def previous_resolved(out: Path) -> dict[str, dict[str, Any]]:
+    """``samples_file → intervention_resolved`` of the results already in ``out`` ({} if none)."""
+    try:
+        data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        return {e["samples_file"]: e["intervention_resolved"] for e in data["entries"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}

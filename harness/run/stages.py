@@ -1,0 +1,173 @@
+"""Main-job helpers: stage timings that survive a resume; the tasks' real prompt lengths.
+
+The lengths scale the hybrid window of the accuracy grid and the bench of a real model.
+
+Stage timings (``OUT/timings.json``): a stage's time is written when the stage completes and
+kept by every later run that finds the stage done, so a resumed or repeated main job reports the
+time the work actually took, not the few milliseconds of skipping it. A stage that fails midway
+records the time spent so far (``<stage>_partial``), and the run that completes it adds that.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "StageTimings",
+    "measure_lengths",
+    "scaled_window",
+    "task_lengths",
+    "window_record",
+    "bench_stage",
+]
+
+
+class StageTimings:
+    """Persistent stage timings of one output directory.
+
+    Args:
+        path: The JSON file (``OUT/timings.json``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.data: dict[str, float] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.data = {}
+
+    def _save(self) -> None:
+        from harness.schema.results import write_json_atomic
+
+        write_json_atomic(self.path, self.data)
+
+    @contextmanager
+    def stage(self, key: str, done_before: bool) -> Iterator[None]:
+        """Time the ``with`` block as stage ``key`` unless the stage was done before.
+
+        Args:
+            key: Timing name, e.g. ``"rank_s"``.
+            done_before: The stage's output was complete before this run: a recorded time is
+                kept (the block still runs; it only reads what is there).
+        """
+        if done_before and key in self.data:
+            yield
+            return
+        start = time.perf_counter()
+        partial = f"{key}_partial"
+        try:
+            yield
+        except BaseException:
+            self.data[partial] = self.data.get(partial, 0.0) + time.perf_counter() - start
+            self._save()
+            raise
+        self.data[key] = self.data.pop(partial, 0.0) + time.perf_counter() - start
+        self._save()
+
+    def record(self, key: str, seconds: float, done_before: bool) -> None:
+        """Record a stage timed by the caller (kept if ``done_before`` and already recorded)."""
+        if not (done_before and key in self.data):
+            self.data[key] = seconds
+            self._save()
+
+    def rounded(self) -> dict[str, float]:
+        """Completed stages' times in seconds, rounded to 0.1 s."""
+        return {k: round(v, 1) for k, v in self.data.items() if not k.endswith("_partial")}
+
+
+def measure_lengths(adapter: Any, task_specs: list[Any], n: int = 8) -> dict[str, dict[str, Any]]:
+    """Prompt lengths (tokens, as the model sees them) of the first ``n`` documents per task.
+
+    Args:
+        adapter: A loaded adapter with ``prepare``.
+        task_specs: TaskSpecs of the accuracy grid.
+        n: Documents measured per task.
+
+    Returns:
+        ``{task: {"median", "min", "max", "n"}}``.
+    """
+    from dataclasses import replace
+
+    from harness.api.task import build_task
+
+    out: dict[str, dict[str, Any]] = {}
+    for tspec in task_specs:
+        task = build_task(tspec.name, tspec.args)
+        probe = replace(tspec, limit=min(n, tspec.limit) if isinstance(tspec.limit, int) else n)
+        lengths = []
+        for doc in probe.take(task.load(split=probe.split, limit=probe.load_limit)):
+            inputs = adapter.prepare([task.request(doc)])
+            lengths.append(int(inputs["attention_mask"][0].sum()))
+        if lengths:
+            out[tspec.name] = {"median": statistics.median(lengths), "min": min(lengths),
+                               "max": max(lengths), "n": len(lengths)}  # fmt: skip
+    return out
+
+
+def scaled_window(lengths: dict[str, dict[str, Any]], fraction: float) -> int:
+    """The hybrid window: ``ceil(fraction · L)``, L the median of the tasks' median lengths."""
+    if not lengths:
+        raise ValueError("no sequence lengths measured: cannot scale the hybrid window")
+    typical = statistics.median(v["median"] for v in lengths.values())
+    return max(1, math.ceil(fraction * typical))
+
+
+def task_lengths(adapter: Any, specs: tuple[Any, ...], cfg: Any, out: Path) -> dict:
+    """The tasks' prompt lengths (``sequence_lengths.json``), when a setting scales with them."""
+    if cfg.hybrid_window is not None and cfg.bench_lengths is not None:
+        return {}
+    path = out / "sequence_lengths.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    from harness.schema.results import write_json_atomic
+
+    print("   measuring the tasks' prompt lengths (they scale the hybrid window / bench)")
+    lengths = measure_lengths(adapter, list(specs))
+    write_json_atomic(path, lengths)
+    return lengths
+
+
+def window_record(cfg: Any, window: int, lengths: dict) -> dict[str, Any]:
+    """How the grid's hybrid window was chosen (rule, fraction, the lengths it scales with)."""
+    record: dict[str, Any] = {"window": window, "keep": list(cfg.hybrid_keep)}
+    if cfg.hybrid_window is not None:
+        record["rule"] = "fixed"
+        return record
+    record.update(rule="fraction of the median of the tasks' median prompt lengths",
+                  fraction=cfg.hybrid_window_fraction, lengths=lengths)  # fmt: skip
+    return record
+
+
+def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) -> None:
+    """Dense vs hybrid prefill rows (``bench_hybrid.json``).
+
+    With ``bench_geometry=None``: the model's own decoder geometry on its device and dtype;
+    with ``bench_lengths=None``: at the tasks' median prompt lengths.
+    """
+    from harness.bench.hybrid import run_bench
+    from harness.schema.results import write_json_atomic
+
+    where: dict[str, Any] = {}
+    if cfg.bench_geometry is None:
+        param = next(adapter.model.parameters())
+        dtype = str(param.dtype).removeprefix("torch.")
+        geometry: Any = adapter.geometry
+        where = {"device": str(param.device), "dtype": dtype}
+    else:
+        geometry = cfg.bench_geometry
+    bench_lengths = cfg.bench_lengths or tuple(
+        sorted({max(16, int(v["median"])) for v in lengths.values()})
+    )
+    rows = []
+    for keep in cfg.hybrid_keep:
+        rows += run_bench(geometry=geometry, lengths=bench_lengths, keep=keep,
+                          window=cfg.bench_window or window, scope="attention", repeats=3,
+                          seed=cfg.seed, **where)  # fmt: skip
+    write_json_atomic(path, {"bench": "hybrid", "rows": rows})

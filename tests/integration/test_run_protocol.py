@@ -1,0 +1,82 @@
+"""`headscope run` without --interventions runs the whole protocol on the given model and tasks.
+
+One small main job on the bundled toy (two mini tasks, two documents each, a reduced grid and a
+tiny bench), run through the CLI twice: the second run is a resume and must keep the first
+run's stage timings and resolved intervention details.
+"""
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from harness.cli import main as cli
+from harness.run import main_job
+
+
+@dataclass(frozen=True)
+class SmallConfig(main_job.ProtocolConfig):
+    ablation_k: tuple = (0.125,)
+    random_draws: int = 1
+    hybrid_keep: tuple = (0.25,)
+    bench_lengths: tuple = (64,)
+    bench_window: int = 16
+    bench_geometry: str = "tiny"
+    n_diagnose: int = 2
+    batch_size: int = 4
+
+
+@pytest.fixture(scope="module")
+def toy_job(tmp_path_factory):
+    """The CLI main job on the toy with --tasks, run twice into one directory."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr(main_job, "ProtocolConfig", SmallConfig)
+    out = tmp_path_factory.mktemp("job") / "out"
+    argv = ["run", "--model", "toy", "--tasks", "pope_mini,refcocog_mini", "--limit", "2",
+            "--output", str(out)]  # fmt: skip
+    try:
+        assert cli.main(argv) == 0
+        first = {
+            "summary": json.loads((out / "summary.json").read_text()),
+            "results": json.loads((out / "accuracy" / "results.json").read_text()),
+        }
+        assert cli.main(argv) == 0
+    finally:
+        mp.undo()
+    return out, first
+
+
+def test_run_with_tasks_runs_the_whole_protocol(toy_job):
+    out, first = toy_job
+    for rel in ("rank/ranking.json", "accuracy/results.json", "bench_hybrid.json",
+                "diagnose/diagnostics_paper.json", "leaderboards/leaderboard.md",
+                "summary.json"):  # fmt: skip
+        assert (out / rel).is_file(), rel
+    results = first["results"]
+    assert {e["task"] for e in results["entries"]} == {"pope_mini", "refcocog_mini"}
+    names = {e["intervention_spec"]["name"] for e in results["entries"]}
+    assert names == {"none", "ablate", "sap", "hybrid"}
+    assert all(e["n_samples"] == 2 for e in results["entries"])
+    ranking = json.loads((out / "rank" / "ranking.json").read_text())
+    assert "refcocog_mini" in json.dumps(ranking) and "pope_mini" not in ranking.get("tasks", {})
+
+
+def test_resume_keeps_first_run_timings_and_resolved_details(toy_job):
+    out, first = toy_job
+    again = json.loads((out / "summary.json").read_text())
+    assert again["timings_s"] == first["summary"]["timings_s"]
+    assert first["summary"]["timings_s"]["accuracy_s"] > 0
+    results = json.loads((out / "accuracy" / "results.json").read_text())
+    resolved = {e["samples_file"]: e["intervention_resolved"] for e in results["entries"]}
+    before = {e["samples_file"]: e["intervention_resolved"] for e in first["results"]["entries"]}
+    assert resolved == before
+    sap = [r for r in resolved.values() if r.get("name") == "sap"]
+    assert sap and all(r["forwards"] > 0 for r in sap)
+
+
+def test_sample_files_do_not_name_the_output_directory(toy_job):
+    out, first = toy_job
+    for entry in first["results"]["entries"]:
+        assert str(out) not in entry["samples_file"]
+        assert out.name not in entry["samples_file"]
+        assert (out / "accuracy" / entry["samples_file"]).is_file()
