@@ -9,6 +9,12 @@ the chunked fast path by default, the eager reference with
 
 KV-group granularity matters for real memory/time savings: a KV head can only use a smaller
 cache when all query heads that read it are windowed.
+
+``select="adaptive"`` needs no ranking: each layer chooses its full heads per input, at
+prefill, from a cheap online estimate computed inside the attention call (the last ``rows``
+query rows' attention to the visual tokens, ``estimate="visual"``, or the mass the window
+would drop, ``estimate="far"``), under the same total budget as ``keep`` spread evenly over
+the layers. See :mod:`interventions._adaptive` and :mod:`harness.attention.route`.
 """
 
 from __future__ import annotations
@@ -39,8 +45,14 @@ class Hybrid(Intervention):
         sinks: Attention-sink tokens (the first real tokens) every windowed head also sees.
         window_in_decode: Also window decode steps (default: prefill only, paper A).
         granularity: ``head`` or ``kv_group``.
-        ranking: Path of a ranking file (``headscope rank``); required unless ``keep=0``.
+        ranking: Path of a ranking file (``headscope rank``); required unless ``keep=0`` or
+            ``select="adaptive"``.
         ranking_task: Task of the ranking; None = combined ranking.
+        select: ``top`` (static: the ranking's top units) or ``adaptive`` (per input and
+            layer, from an online estimate; no ranking).
+        rows: Adaptive only: query rows of the estimate (the last ``rows`` of the prompt).
+        estimate: Adaptive only: ``visual`` (attention mass on the visual tokens) or ``far``
+            (attention mass outside the window).
     """
 
     keep: float = 0.05
@@ -50,20 +62,41 @@ class Hybrid(Intervention):
     granularity: Literal["head", "kv_group"] = "head"
     ranking: str | None = None
     ranking_task: str | None = None
+    select: Literal["top", "adaptive"] = "top"
+    rows: int = 8
+    estimate: Literal["visual", "far"] = "visual"
 
     def __post_init__(self) -> None:
-        hint = typing.get_type_hints(type(self))["granularity"]
-        check_choice("hybrid", "granularity", self.granularity, typing.get_args(hint))
+        hints = typing.get_type_hints(type(self))
+        for key in ("granularity", "select", "estimate"):
+            check_choice("hybrid", key, getattr(self, key), typing.get_args(hints[key]))
+        if self.select == "adaptive":
+            self._check_adaptive()
+        elif self.rows != 8 or self.estimate != "visual":
+            raise InterventionError("hybrid: rows and estimate apply to select='adaptive' only")
         if isinstance(self.keep, bool) or not isinstance(self.keep, int | float) or self.keep < 0:
             raise InterventionError(f"hybrid: keep must be a number ≥ 0, got {self.keep!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
             raise InterventionError(f"hybrid: window must be an integer ≥ 1, got {self.window!r}")
         if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
             raise InterventionError(f"hybrid: sinks must be an integer ≥ 0, got {self.sinks!r}")
-        if self.keep and not self.ranking:
+        if self.keep and not self.ranking and self.select == "top":
             raise InterventionError(
                 "hybrid: keep > 0 needs ranking=<ranking file> to choose the full heads"
             )
+
+    def _check_adaptive(self) -> None:
+        if self.ranking or self.ranking_task:
+            raise InterventionError(
+                "hybrid: select='adaptive' chooses heads online and reads no ranking; "
+                "drop ranking/ranking_task (or use select='top')"
+            )
+        if self.window_in_decode:
+            raise InterventionError(
+                "hybrid: select='adaptive' routes prefill only; window_in_decode is not supported"
+            )
+        if isinstance(self.rows, bool) or not isinstance(self.rows, int) or self.rows < 1:
+            raise InterventionError(f"hybrid: rows must be an integer ≥ 1, got {self.rows!r}")
 
     def resolve(self, geometry: Any) -> tuple[list[Any], list[Any]]:
         """(kept units, windowed query heads) on a model of ``geometry``."""
@@ -86,12 +119,21 @@ class Hybrid(Intervention):
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
         """Window every head outside the kept set for the ``with`` block.
 
+        With ``select="adaptive"`` the yielded dict is
+        :func:`interventions._adaptive.attach_adaptive`'s.
+
         Yields:
             ``{"name", "keep", "window", "sinks", "window_in_decode", "granularity",
             "ranking", "ranking_task", "full_units", "full_heads", "n_full", "n_windowed"}``.
         """
         from harness.attention.dispatch import Plan, Window
 
+        if self.select == "adaptive":
+            from interventions._adaptive import attach_adaptive
+
+            with attach_adaptive(self, adapter) as info:
+                yield info
+            return
         geometry = adapter.geometry
         units, windowed = self.resolve(geometry)
         win = Window(self.window, self.sinks, self.window_in_decode)

@@ -1,16 +1,17 @@
 """Executes one decoder layer's :class:`~harness.attention.plan.LayerPlan` inside attention.
 
-Order of work: record (observes learned attention) → dense heads (HF's exact SDPA call when
-no head is windowed; else SDPA on the dense subset) → windowed head groups → ablations →
-priors → output hooks. Shapes: query (B, H, S_q, D); key/value (B, H_kv, S_kv, D);
-the returned output is (B, S_q, H, D) like HF's attention functions.
+Order of work: routing (a layer's :class:`~harness.attention.route.Route` picks each
+sample's windowed heads, prefill only) → record (observes learned attention) → dense heads
+(HF's exact SDPA call when no head is windowed; else SDPA on the dense subset) → windowed
+head groups → ablations → priors → output hooks. Shapes: query (B, H, S_q, D); key/value
+(B, H_kv, S_kv, D); the returned output is (B, S_q, H, D) like HF's attention functions.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.attention.plan import HookContext, LayerPlan
+from harness.attention.plan import HookContext, LayerPlan, Window
 from harness.attention.window import (
     first_real,
     full_bool_mask,
@@ -179,31 +180,44 @@ def run_layer_plan(
     group = heads // key.shape[1]
     scale = dim**-0.5 if scaling is None else scaling
     windows = {h: w for h, w in lp.window.items() if q_len > 1 or w.in_decode}
+    routed, out = None, None  # adaptive routing (prefill only): windowed heads per sample
+    kernel = resolve_window_kernel(window_kernel, query.device)
+    if lp.route is not None and q_len > 1:
+        from harness.attention import route as routing
+
+        args = (lp.route, module.layer_idx, query, key)
+        if kernel == "reference":
+            out, routed = routing.routed_attention_reference(*args, value, attention_mask, scale)
+        else:
+            routed = routing.select_windowed(*args, attention_mask, scale)
     for spec in lp.record:
-        record_attention(spec, module.layer_idx, query, key, attention_mask, scale, windows)
+        seen = windows if routed is None else _routed_windows(lp.route, routed)
+        record_attention(spec, module.layer_idx, query, key, attention_mask, scale, seen)
     if not lp.changes_output:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
-    if not windows:
+    # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
+    skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
+    if out is not None:  # the routed eager reference computed every head
+        _USED[kernel] = _USED.get(kernel, 0) + 1
+    elif routed is not None and any(routed):
+        win = Window(lp.route.size, lp.route.sinks)
+        for rows, members in routing.group_rows(routed).items():
+            res, ran = _mixed(*_rows(rows, query, key, value, attention_mask),
+                              dict.fromkeys(members, win), skip, group, scale, kernel)  # fmt: skip
+            _USED[ran] = _USED.get(ran, 0) + 1
+            if len(rows) == batch:
+                out = res
+            else:
+                out = query.new_empty(batch, q_len, heads, value.shape[-1]) if out is None else out
+                out[list(rows)] = res
+    elif not windows:  # also a route that kept every head: HF's exact call
         out, _ = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     else:
-        kernel = resolve_window_kernel(window_kernel, query.device)
-        out = None
-        if kernel in FLEX_KERNELS:
-            out = _flex_layer(query, key, value, attention_mask, windows, scale, kernel)
-            kernel = kernel if out is not None else "chunked"
-        if out is None:
-            # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
-            out = query.new_empty(batch, q_len, heads, value.shape[-1])
-            # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
-            skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
-            dense = [h for h in range(heads) if h not in windows and h not in skip]
-            if dense:
-                _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
-            _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel)
+        out, kernel = _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel)
         _USED[kernel] = _USED.get(kernel, 0) + 1
     if lp.ablate:
         _ablate(out, lp, query, key, value, attention_mask, group)
@@ -212,6 +226,47 @@ def run_layer_plan(
     if lp.hooks:
         _apply_hooks(out, lp, module.layer_idx, key.shape[2] - q_len, attention_mask)
     return out, None
+
+
+def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel) -> tuple:
+    """(B, S, H, D) output of dense and windowed heads, and the window kernel that ran.
+
+    Flex computes every head in one call where it can; otherwise dense heads (all but
+    ``windows`` and ``skip``) go through SDPA and windowed heads through ``kernel``.
+    """
+    if kernel in FLEX_KERNELS:
+        out = _flex_layer(query, key, value, attention_mask, windows, scale, kernel)
+        if out is not None:
+            return out, kernel
+        kernel = "chunked"
+    # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
+    batch, heads, q_len, _ = query.shape
+    out = query.new_empty(batch, q_len, heads, value.shape[-1])
+    dense = [h for h in range(heads) if h not in windows and h not in skip]
+    if dense:
+        _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
+    _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel)
+    return out, kernel
+
+
+def _rows(rows, query, key, value, mask) -> tuple:
+    """Q, K, V and mask of the batch ``rows`` (no copy when they are the whole batch)."""
+    batch = query.shape[0]
+    if len(rows) == batch:
+        return query, key, value, mask
+    idx = list(rows)
+    mask = mask[idx] if mask is not None and mask.shape[0] == batch else mask
+    return query[idx], key[idx], value[idx], mask
+
+
+def _routed_windows(route, routed: list[tuple[int, ...]]) -> dict[int, Window]:
+    """The routed windows as one head → window map (for recording: one choice per batch)."""
+    if len(set(routed)) > 1:
+        raise ValueError(
+            "recording attention under adaptive routing needs every sample of the batch to "
+            "route alike; record with batch size 1"
+        )
+    return dict.fromkeys(routed[0], Window(route.size, route.sinks))
 
 
 def _groups(windows: dict) -> dict[tuple[int, int], list[int]]:

@@ -3,9 +3,12 @@
 A :class:`Plan` maps decoder layer → :class:`LayerPlan`; a layer plan maps query head →
 effect. Effects that change what a head computes are mutually exclusive on one head
 (:class:`Ablation`, :class:`Window`, :class:`VisualPrior`); :class:`OutputHook` post-processes
-a head's output; :class:`RecordSpec` only observes. Plans are frozen values: build them with
-:meth:`Plan.build` (from ``Head`` keys) and combine them with :func:`merge_plans`, which raises
-:class:`PlanConflictError` when two plans write the same head in conflicting ways.
+a head's output; :class:`RecordSpec` only observes. A layer may carry a
+:class:`~harness.attention.route.Route` (input-adaptive hybrid attention) instead of static
+windows: it windows a per-input choice of the layer's heads. Plans are frozen values: build
+them with :meth:`Plan.build` (from ``Head`` keys) and combine them with :func:`merge_plans`,
+which raises :class:`PlanConflictError` when two plans write the same head in conflicting
+ways.
 
 Tensor-carrying effects compare by identity (the same object merged twice is not a conflict).
 """
@@ -21,6 +24,8 @@ from harness.api.heads import Geometry, Head
 
 if TYPE_CHECKING:
     import torch
+
+    from harness.attention.route import Route
 
 __all__ = [
     "ABLATION_MODES",
@@ -209,13 +214,18 @@ def _frozen(mapping: Mapping[int, Any] | None) -> Mapping[int, Any]:
 
 @dataclass(frozen=True)
 class LayerPlan:
-    """Effects for the heads of one decoder layer (head index → effect)."""
+    """Effects for the heads of one decoder layer (head index → effect).
+
+    ``route`` (optional) chooses the layer's windowed heads per input at prefill; ablations,
+    priors and hooks still apply on top of it (after routing).
+    """
 
     ablate: Mapping[int, Ablation] = field(default_factory=dict)
     window: Mapping[int, Window] = field(default_factory=dict)
     prior: Mapping[int, VisualPrior] = field(default_factory=dict)
     hooks: Mapping[int, tuple[OutputHook, ...]] = field(default_factory=dict)
     record: tuple[RecordSpec, ...] = ()
+    route: Route | None = None
 
     def __post_init__(self) -> None:
         for name in ("ablate", "window", "prior", "hooks"):
@@ -227,6 +237,8 @@ class LayerPlan:
                 if head in seen:
                     raise PlanConflictError(f"head {head} has both {seen[head]} and {name}")
                 seen[head] = name
+        if self.route is not None and self.window:
+            raise PlanConflictError(f"heads {sorted(self.window)} have both window and a route")
         for head in self.hooks:
             if seen.get(head) == "ablate" and self.ablate[head].mode in ("zero", "mean"):
                 raise PlanConflictError(
@@ -236,7 +248,7 @@ class LayerPlan:
     @property
     def changes_output(self) -> bool:
         """Whether any effect changes the attention output."""
-        return bool(self.ablate or self.window or self.prior or self.hooks)
+        return bool(self.ablate or self.window or self.prior or self.hooks or self.route)
 
     def heads(self) -> set[int]:
         """All heads with an effect."""
@@ -293,6 +305,8 @@ class Plan:
                 geometry.check(Head(layer, head))
             if not lp.heads() and layer >= geometry.num_layers:
                 raise ValueError(f"layer {layer} outside the model ({geometry.num_layers} layers)")
+            if lp.route is not None:
+                lp.route.check(geometry.num_heads)
         return self
 
 
@@ -314,8 +328,11 @@ def _merge_layer(layer: int, a: LayerPlan, b: LayerPlan) -> LayerPlan:
     hooks = {h: tuple(v) for h, v in a.hooks.items()}
     for head, extra in b.hooks.items():
         hooks[head] = hooks.get(head, ()) + tuple(x for x in extra if x not in hooks.get(head, ()))
+    if a.route is not None and b.route is not None and a.route is not b.route:
+        raise PlanConflictError(f"layer {layer}: two plans route the layer's heads")
     try:
-        return LayerPlan(**merged, hooks=hooks, record=a.record + b.record)
+        route = a.route if a.route is not None else b.route
+        return LayerPlan(**merged, hooks=hooks, record=a.record + b.record, route=route)
     except PlanConflictError as err:
         raise PlanConflictError(f"layer {layer}: {err}") from None
 

@@ -1,0 +1,130 @@
+"""``hybrid:select=adaptive``: per-input, per-layer choice of the full-attention heads.
+
+Paper A names static head sets (chosen offline from a RAM ranking that needs ground-truth
+evidence annotations) as a limitation; this routes each input instead. Every decoder layer
+gets a :class:`~harness.attention.route.Route` through the headscope dispatch: inside the
+layer's attention call, before its attention runs, a cheap estimate from the last ``rows``
+query rows (attention mass on the visual tokens, or mass the window would drop) picks the
+layer's ``budget`` units; the other heads are windowed. No ranking file is read.
+
+Budget: the same total as static ``hybrid`` at the same ``keep`` — ``n`` units
+(:meth:`harness.api.heads.Geometry.count` of the unit grid) — spread evenly over the layers
+(layer ``l`` keeps ``⌊(l+1)·n/L⌋ − ⌊l·n/L⌋`` units), because a layer must decide before the
+later layers have run. Static top-k may put several kept heads in one layer; adaptive never
+does, which is part of what the comparison measures.
+
+Visual tokens are the positions of the model's image/video placeholder ids in this
+forward's ``input_ids`` (captured by :class:`~interventions._common.ForwardTap`); a sample
+without any (text-only, or an ``inputs_embeds`` forward) is scored with ``far`` instead and
+counted in ``fallback_samples``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from harness.api.intervention import InterventionError
+from interventions._common import ForwardTap, installed
+from interventions._selection import _unit_geometry
+
+__all__ = ["layer_budgets", "attach_adaptive"]
+
+
+def layer_budgets(total: int, num_layers: int) -> list[int]:
+    """``total`` units spread evenly over ``num_layers`` layers (sums to ``total``)."""
+    return [(i + 1) * total // num_layers - i * total // num_layers for i in range(num_layers)]
+
+
+def _visual_source(model: Any, tap: ForwardTap, estimate: str) -> Any:
+    """A callable giving this forward's (B, S) visual-token mask, or None."""
+    import torch
+
+    from interventions._priors import visual_token_ids
+
+    try:
+        ids = sorted(set(visual_token_ids(model).values()))
+    except InterventionError:
+        if estimate == "visual":
+            raise InterventionError(
+                f"hybrid: select='adaptive' with estimate='visual' needs the model's image/"
+                f"video token id; {type(model).__name__} has none (use estimate='far')"
+            ) from None
+        return None
+    cache: dict[str, Any] = {"ids": None, "mask": None}
+
+    def visual() -> Any:
+        input_ids = tap.state.input_ids
+        if input_ids is None:
+            return None
+        if cache["ids"] is not input_ids:
+            wanted = torch.tensor(ids, device=input_ids.device)
+            cache["ids"], cache["mask"] = input_ids, torch.isin(input_ids, wanted)
+        return cache["mask"]
+
+    return visual
+
+
+@contextmanager
+def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
+    """Install routing for every decoder layer (``spec`` is a ``Hybrid`` with select=adaptive).
+
+    Yields:
+        ``{"name", "select", "keep", "window", "sinks", "granularity", "rows", "estimate",
+        "budget_per_layer", "n_full", "n_windowed", "routed_samples", "fallback_samples",
+        "kept_share"}``; the last three are filled when the block ends: samples routed (per
+        layer), samples scored with ``far`` for lack of visual tokens, and per layer and
+        head the share of routed samples in which the head kept full attention.
+    """
+    from harness.attention.plan import LayerPlan, Plan
+    from harness.attention.route import Route, RouteLog
+
+    model, geometry = adapter.model, adapter.geometry
+    units = _unit_geometry(geometry, spec.granularity)
+    try:
+        total = units.count(spec.keep)
+    except ValueError as err:
+        raise InterventionError(f"hybrid: {err} ({spec.granularity} units)") from None
+    budgets = layer_budgets(total, geometry.num_layers)
+    unit = 1 if spec.granularity == "head" else geometry.group_size
+    tap = ForwardTap(model)
+    visual = _visual_source(model, tap, spec.estimate)
+    log = RouteLog()
+    plan = Plan(
+        {
+            layer: LayerPlan(
+                route=Route(
+                    budget, spec.window, spec.sinks, spec.rows, spec.estimate, unit, visual, log
+                )  # fmt: skip
+            )
+            for layer, budget in enumerate(budgets)
+        }
+    )
+    n_full = total * unit
+    info: dict[str, Any] = {
+        "name": "hybrid",
+        "select": "adaptive",
+        "keep": spec.keep,
+        "window": spec.window,
+        "sinks": spec.sinks,
+        "granularity": spec.granularity,
+        "rows": spec.rows,
+        "estimate": spec.estimate,
+        "budget_per_layer": budgets,
+        "n_full": n_full,
+        "n_windowed": geometry.num_total_heads - n_full,
+    }
+    with installed(model, plan, "hybrid"):
+        try:
+            with tap:
+                yield info
+        finally:
+            info["routed_samples"] = log.samples.get(0, 0)
+            info["fallback_samples"] = log.fallback.get(0, 0)
+            info["kept_share"] = [
+                [round(c / max(1, log.samples.get(layer, 0)), 4) for c in log.kept[layer]]
+                if layer in log.kept
+                else None
+                for layer in range(geometry.num_layers)
+            ]
