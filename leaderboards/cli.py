@@ -82,7 +82,7 @@ def build_tables(
         universal_k: Top-k of the universal-heads table.
         n_boot: Bootstrap replicates of the Spearman CIs.
     """
-    from leaderboards import accuracy, diagnostics, spearman, speedup
+    from leaderboards import accuracy, diagnostics, profiles, spearman, speedup
 
     tables: list[Table] = []
     if sources.runs:
@@ -98,6 +98,7 @@ def build_tables(
     if sources.rankings:
         tables.append(spearman.spearman_table(sources.rankings, n_boot=n_boot))
         tables.append(spearman.universal_table(sources.rankings, k=universal_k))
+        tables += profiles.sparsity_tables(sources.rankings, n_boot=n_boot)
     if sources.diagnostics:
         tables.append(diagnostics.diagnostics_summary_table(sources.diagnostics))
         tables.append(diagnostics.diagnostics_table(sources.diagnostics))

@@ -229,6 +229,9 @@ def write_figures(sources: Sources, out_dir: str | Path) -> list[Path]:
     written: list[Path] = []
     if sources.rankings:
         _ram_heatmaps(sources, out, written)
+        from leaderboards.profiles import sparsity_figure
+
+        sparsity_figure(sources.rankings, out, written)
     if sources.runs:
         _ablation_curves(sources, out, written)
     if sources.bench_hybrid:

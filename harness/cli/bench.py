@@ -1,7 +1,8 @@
 """``headscope bench hybrid|ram ...``: dispatches to the benchmark's own ``main(argv)``.
 
 ``bench hybrid`` → :func:`harness.bench.hybrid.main`;
-``bench ram`` → :func:`harness.bench.ram_probe.main`.
+``bench ram`` → :func:`harness.bench.ram_probe.main`;
+``bench adaptive`` → :func:`harness.bench.adaptive.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
 lists them). Light at import: argparse only.
 """
@@ -13,7 +14,11 @@ import importlib
 
 __all__ = ["BENCHES", "add_arguments", "run"]
 
-BENCHES = {"hybrid": "harness.bench.hybrid", "ram": "harness.bench.ram_probe"}
+BENCHES = {
+    "adaptive": "harness.bench.adaptive",
+    "hybrid": "harness.bench.hybrid",
+    "ram": "harness.bench.ram_probe",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "cumulative_mass",
     "task_profile",
     "ranking_profiles",
+    "format_profile",
 ]
 
 PROFILE_FORMAT = "headscope.profile"
@@ -234,3 +235,21 @@ def ranking_profiles(ranking: Any, *, top: float = 0.05, n_boot: int = 1000) -> 
         "settings": ranking.settings,
         "tasks": tasks,
     }
+
+
+def format_profile(profile: dict[str, Any]) -> str:
+    """Terminal table of a :func:`ranking_profiles` document: value [CI] per metric and task."""
+    from tabulate import tabulate
+
+    def cell(stats: dict[str, Any]) -> str:
+        if stats["value"] is None:
+            return "n/a"
+        low, high = (
+            f"{x:.3f}" if x is not None else "n/a" for x in (stats["ci_low"], stats["ci_high"])
+        )
+        return f"{stats['value']:.3f} [{low}, {high}]"
+
+    tasks = profile["tasks"]
+    rows = [[name, *(cell(tasks[t]["metrics"][name]) for t in tasks)] for name in METRICS]
+    title = "head-sparsity profile of RAM (value [95% bootstrap CI]):"
+    return "\n".join([title, tabulate(rows, headers=["", *tasks])])

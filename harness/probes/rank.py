@@ -14,7 +14,8 @@ run with an error naming the row, or with ``skip_bad_docs`` are skipped, counted
 with their reason. Any other error stops the run.
 
 Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.schema.ranking` format),
-``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`) and
+``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`),
+``OUT/profile.json`` (head-sparsity profile per task, :mod:`harness.probes.profile`) and
 ``OUT/heatmaps/<task>.png`` when matplotlib is installed.
 """
 
@@ -75,6 +76,7 @@ class RankReport:
     cross: dict[str, Any]
     skipped: dict[str, list[dict[str, str]]]
     files: list[Path]
+    profile: dict[str, Any] | None = None
 
 
 def _plain(value: Any) -> Any:
@@ -270,8 +272,10 @@ def run_rank(
     plots: bool = True,
     skip_bad_docs: bool = False,
 ) -> RankReport:
-    """Probe the tasks, write ``ranking.json``, ``spearman.json`` and heatmaps to ``output``."""
+    """Probe the tasks; write ranking, cross-task report, sparsity profile, heatmaps."""
+    from harness.probes.profile import ranking_profiles
     from harness.schema.ranking import save_ranking
+    from harness.schema.results import write_json_atomic
 
     out = Path(output)
     probes = [
@@ -286,9 +290,12 @@ def run_rank(
     path = out / "spearman.json"
     path.write_text(json.dumps(cross, indent=1, allow_nan=False), encoding="utf-8")
     files.append(path)
+    profile = ranking_profiles(ranking, n_boot=n_boot)
+    write_json_atomic(out / "profile.json", profile, indent=1, allow_nan=False)
+    files.append(out / "profile.json")
     if plots:
         files += _heatmaps(ranking, out)
-    return RankReport(ranking, cross, skipped, files)
+    return RankReport(ranking, cross, skipped, files, profile)
 
 
 def _fmt(x: float | None) -> str:
@@ -319,6 +326,10 @@ def format_report(report: Any) -> str:
             headers=["", *(f"L{i}" for i in range(report.ranking.num_layers))],
         ),
     ]
+    if report.profile is not None:
+        from harness.probes.profile import format_profile
+
+        parts += ["", format_profile(report.profile)]
     skips = {n: len(v) for n, v in report.skipped.items() if v}
     if skips:
         parts += ["", "skipped samples: " + ", ".join(f"{n}: {k}" for n, k in skips.items())]

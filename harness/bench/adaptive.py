@@ -1,0 +1,180 @@
+"""``headscope bench adaptive``: cost of adaptive routing's online estimate vs the prefill it saves.
+
+One decoder layer's attention function (``--geometry``'s shapes, batch 1, random q/k/v laid
+out as HF passes them, no padding) at each ``--lengths`` value, timed in one run with the
+variants interleaved in every repetition:
+
+- ``estimate``: the routing estimate and choice alone (logits of the last ``--rows`` query
+  rows against every key, softmax, visual mass, top-``budget``);
+- ``hybrid``: static hybrid attention, ``ceil(keep · H)`` heads full, the rest windowed;
+- ``adaptive``: the routed layer (estimate + choice + the same kernels);
+- ``dense``: every head full (the empty plan = sdpa); ``--dense-repeats 0`` skips it (slow:
+  quadratic).
+
+Each row reports medians and the ratios the issue asks for: ``estimate / hybrid`` (target
+≤ 10 % at 32K on CPU), ``(adaptive − hybrid) / hybrid`` and ``estimate / (dense − hybrid)``
+(the estimate's cost against the prefill time it saves). Attention alone is the strict
+denominator: a whole-layer prefill adds the projections and the MLP to ``hybrid``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+__all__ = ["run_bench", "main"]
+
+
+def _module(groups: int, layer_plan: Any) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(layer_idx=0, is_causal=True, num_key_value_groups=groups,
+                           _headscope_layer_plan=layer_plan)  # fmt: skip
+
+
+def _runners(route: Any, static: Any, groups: int, qkv: tuple, dense: bool = False) -> dict:
+    """The timed callables (no loop variables captured)."""
+    from harness.attention.dispatch import headscope_attention
+    from harness.attention.plan import LayerPlan
+    from harness.attention.route import select_windowed
+
+    q, k, v = qkv
+    if dense:
+        return {"dense": lambda: headscope_attention(_module(groups, None), q, k, v, None)}
+    scale = q.shape[-1] ** -0.5
+    routed = _module(groups, LayerPlan(route=route))
+    return {
+        "estimate": lambda: select_windowed(route, 0, q, k, None, scale),
+        "hybrid": lambda: headscope_attention(_module(groups, static), q, k, v, None),
+        "adaptive": lambda: headscope_attention(routed, q, k, v, None),
+    }
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def run_bench(
+    *,
+    geometry: str = "default",
+    lengths: tuple[int, ...] = (32768,),
+    keep: float = 0.1,
+    window: int = 512,
+    rows: int = 8,
+    visual_fraction: float = 0.5,
+    repeats: int = 3,
+    dense_repeats: int = 1,
+    threads: int | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Time estimate / hybrid / adaptive (/ dense) per length; one row per length.
+
+    Args:
+        geometry: A geometry name of ``headscope bench hybrid``.
+        lengths: Prefill lengths.
+        keep: Fraction of heads kept full (per layer, rounded up).
+        window: Window W of the other heads.
+        rows: Estimate query rows.
+        visual_fraction: Share of the sequence that is visual tokens (one block after the
+            first 64 tokens, as an image after a system prompt).
+        repeats: Timed repetitions of estimate / hybrid / adaptive.
+        dense_repeats: Timed dense runs (0: skip dense).
+        threads: torch CPU threads (default: torch's choice).
+        seed: Inputs seed.
+    """
+    import torch
+
+    from harness.attention.plan import LayerPlan, Window
+    from harness.attention.route import Route
+    from harness.bench.decoders import ALIASES, GEOMETRIES
+    from harness.bench.hybrid import kept_heads
+
+    if threads:
+        torch.set_num_threads(threads)
+    name = ALIASES.get(geometry, geometry)
+    geo = GEOMETRIES[name]["geometry"]
+    heads, kv, dim = geo.num_heads, geo.num_kv_heads, geo.head_dim
+    kept = kept_heads(keep, heads)
+    full = {(i * heads) // kept for i in range(kept)} if kept else set()
+    static = LayerPlan(window={h: Window(window) for h in range(heads) if h not in full})
+    out = []
+    for n in lengths:
+        gen = torch.Generator().manual_seed(seed + n)
+        q, k, v = (
+            torch.randn(1, n, h, dim, generator=gen).transpose(1, 2) for h in (heads, kv, kv)
+        )
+        vis = torch.zeros(1, n, dtype=torch.bool)
+        vis[:, 64 : 64 + int(visual_fraction * n)] = True
+        route = Route(kept, window, rows=rows, visual=lambda vis=vis: vis)
+        run = _runners(route, static, geo.group_size, (q, k, v))
+        with torch.no_grad():
+            for fn in run.values():  # warm-up: allocator, thread pools (not timed)
+                fn()
+            times: dict[str, list[float]] = {key: [] for key in run}
+            for rep in range(repeats):
+                for key in list(run) if rep % 2 == 0 else list(run)[::-1]:
+                    times[key].append(_timed(run[key]))
+            dense = _runners(route, static, geo.group_size, (q, k, v), dense=True)["dense"]
+            times["dense"] = [_timed(dense) for _ in range(dense_repeats)]
+        med = {key: statistics.median(vals) for key, vals in times.items() if vals}
+        row = {
+            "length": n, "keep": keep, "window": window, "rows": rows,
+            "heads_kept_per_layer": kept, "visual_tokens": int(vis.sum()),
+            **{f"{key}_ms": round(val, 2) for key, val in med.items()},
+            "estimate_over_hybrid": round(med["estimate"] / med["hybrid"], 5),
+            "adaptive_overhead": round(med["adaptive"] / med["hybrid"] - 1.0, 4),
+            "times_ms": {key: [round(x, 1) for x in vals] for key, vals in times.items()},
+            "geometry": name, "scope": "attention", "dtype": "float32", "device": "cpu",
+            "threads": torch.get_num_threads(), "repeats": repeats, "seed": seed,
+        }  # fmt: skip
+        if "dense" in med:
+            saved = med["dense"] - med["hybrid"]
+            row["saved_ms"] = round(saved, 2)
+            row["estimate_over_saved"] = round(med["estimate"] / saved, 5) if saved > 0 else None
+        out.append(row)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: ``headscope bench adaptive [options]``; prints a table or ``--json``."""
+    from harness.bench.decoders import GEOMETRIES
+
+    parser = argparse.ArgumentParser(prog="headscope bench adaptive", description=__doc__)
+    parser.add_argument("--geometry", default="default", choices=sorted(GEOMETRIES))
+    parser.add_argument("--lengths", default="32768", help="comma-separated")
+    parser.add_argument("--keep", type=float, default=0.1)
+    parser.add_argument("--window", type=int, default=512)
+    parser.add_argument("--rows", type=int, default=8, help="estimate query rows")
+    parser.add_argument("--visual-fraction", type=float, default=0.5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dense-repeats", type=int, default=1, help="0 skips dense")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
+    args = parser.parse_args(argv)
+    if not 0.0 < args.visual_fraction < 1.0:
+        parser.error("--visual-fraction must lie in (0, 1)")
+    rows = run_bench(
+        geometry=args.geometry, lengths=tuple(int(x) for x in args.lengths.split(",") if x),
+        keep=args.keep, window=args.window, rows=args.rows,
+        visual_fraction=args.visual_fraction, repeats=args.repeats,
+        dense_repeats=args.dense_repeats, threads=args.threads, seed=args.seed,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps({"bench": "adaptive", "rows": rows}))
+        return 0
+    cols = ("length", "estimate_ms", "hybrid_ms", "adaptive_ms", "dense_ms",
+            "estimate_over_hybrid", "adaptive_overhead", "estimate_over_saved")  # fmt: skip
+    print("  ".join(f"{c:>20}" for c in cols))
+    for row in rows:
+        print("  ".join(f"{row.get(c)!s:>20}" for c in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

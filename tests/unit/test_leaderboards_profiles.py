@@ -1,0 +1,55 @@
+"""Sparsity-profile leaderboard table and figure, recomputed independently from the ranking."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from leaderboards import load_sources
+from leaderboards.profiles import sparsity_tables
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "leaderboards"
+
+
+@pytest.fixture(scope="module")
+def rankings():
+    return load_sources([DATA / "run_a"]).rankings
+
+
+def _by_hand(matrix):
+    """heads_for_50 and Gini from a mean [L, H] matrix, with plain Python loops."""
+    xs = [float(x) for x in np.ravel(matrix)]
+    total, n = sum(xs), len(xs)
+    acc, count = 0.0, 0
+    for x in sorted(xs, reverse=True):
+        acc, count = acc + x, count + 1
+        if acc >= 0.5 * total:
+            break
+    pairs = sum(abs(a - b) for a in xs for b in xs)
+    return count / n, pairs / (2 * n * n * (total / n))
+
+
+def test_sparsity_table_matches_hand_recomputation(rankings):
+    headline, detail = sparsity_tables(rankings, n_boot=50)
+    ranking = rankings[0].ranking
+    assert [r["task"] for r in headline.rows] == ranking.task_names
+    for row in headline.rows:
+        mean = ranking.tasks[row["task"]].per_sample.mean(axis=0)
+        heads50, gini = _by_hand(mean)
+        assert row["heads_for_50"] == heads50
+        assert math.isclose(row["gini"], gini, abs_tol=1e-12)
+        assert row["n"] == 6 and row["heads"] == 8
+    assert not headline.detail and detail.detail
+    assert len(detail.rows) == 3 * 8
+    for r in detail.rows:
+        assert r["ci_low"] <= r["ci_high"]
+
+
+def test_sparsity_figure_written(rankings, tmp_path):
+    pytest.importorskip("matplotlib")
+    from leaderboards.figures import write_figures
+
+    written = write_figures(load_sources([DATA / "run_a"]), tmp_path)
+    path = tmp_path / "sparsity.png"
+    assert path in written and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
