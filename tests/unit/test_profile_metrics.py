@@ -1,4 +1,8 @@
-"""Head-sparsity profile metrics: hand-derived cases (tests/data/metrics/profile.json) + CIs."""
+"""Head-sparsity profile metrics: hand-derived cases (tests/data/profile/profile.json) + CIs.
+
+The cases live apart from tests/data/metrics/ (whose runner calls harness.metrics functions
+with ``args``): each case gives ``values``, ``num_layers``, ``top`` and per-metric expectations.
+"""
 
 import json
 import math
@@ -11,7 +15,7 @@ from harness.metrics.stats import bootstrap_ci
 from harness.probes import profile
 
 CASES = json.loads(
-    (Path(__file__).parents[1] / "data" / "metrics" / "profile.json").read_text(encoding="utf-8")
+    (Path(__file__).parents[1] / "data" / "profile" / "profile.json").read_text(encoding="utf-8")
 )["cases"]
 
 
