@@ -25,8 +25,11 @@ for equivalence tests at small sizes only.
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,7 +54,7 @@ FULL = (0, 0)
 _TYPE_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 _LAYER_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 _CACHE_SIZE = {"types": 32, "layers": 256}
-_STATS = {"type_builds": 0, "layer_builds": 0, "hits": 0}
+_STATS = {"type_builds": 0, "layer_builds": 0, "hits": 0, "build_ms": 0.0}
 
 
 def flex_available() -> bool:
@@ -174,9 +177,26 @@ def _type_mask(start: torch.Tensor, key_start: tuple, kind: tuple[int, int], buc
         return hit
     builder = _compiled_builder() if compiled else _build_type
     _STATS["type_builds"] += 1
-    return _remember(
-        _TYPE_CACHE, key, builder(start, kind[0], kind[1], bucket), _CACHE_SIZE["types"]
-    )
+    with _timing(start.device):
+        mask = builder(start, kind[0], kind[1], bucket)
+    return _remember(_TYPE_CACHE, key, mask, _CACHE_SIZE["types"])
+
+
+@contextmanager
+def _timing(device: Any) -> Iterator[None]:
+    """Add the wall time of the block to ``build_ms`` (CUDA synchronised: builds are rare)."""
+    import torch
+
+    cuda = torch.device(device).type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+    begin = time.perf_counter()
+    try:
+        yield
+    finally:
+        if cuda:
+            torch.cuda.synchronize(device)
+        _STATS["build_ms"] += (time.perf_counter() - begin) * 1000.0
 
 
 def layer_block_mask(
@@ -200,7 +220,6 @@ def layer_block_mask(
         A ``BlockMask`` of shape (B or 1, H, S, S) whose ``mask_mod`` is the per-head mask.
     """
     import torch
-    from torch.nn.attention.flex_attention import BlockMask
 
     if start is None:
         start = torch.zeros(1, dtype=torch.long, device=device)
@@ -217,6 +236,17 @@ def layer_block_mask(
         return hit
     types = sorted(set(kinds))
     masks = [_type_mask(start, key_start, kind, bucket, compiled) for kind in types]
+    with _timing(device):
+        mask = _assemble(masks, types, kinds, start, bucket, length, device)
+    _STATS["layer_builds"] += 1
+    return _remember(_LAYER_CACHE, key, mask, _CACHE_SIZE["layers"])
+
+
+def _assemble(masks, types, kinds, start, bucket: int, length: int, device) -> Any:
+    """One layer's mask from its type masks (block tables indexed per head), cropped to S."""
+    import torch
+    from torch.nn.attention.flex_attention import BlockMask
+
     index = torch.tensor([types.index(k) for k in kinds], device=device)
 
     def stack(name: str) -> Any:
@@ -238,9 +268,7 @@ def layer_block_mask(
         seq_lengths=(bucket, bucket),
         compute_q_blocks=False,
     )
-    mask = full if length == bucket else full._adjust(length, length)
-    _STATS["layer_builds"] += 1
-    return _remember(_LAYER_CACHE, key, mask, _CACHE_SIZE["layers"])
+    return full if length == bucket else full._adjust(length, length)
 
 
 def flex_layer_attention(
@@ -284,5 +312,9 @@ def clear_mask_cache() -> None:
 
 
 def mask_cache_info() -> dict[str, int]:
-    """Counters since the last :func:`clear_mask_cache`: type builds, layer builds, hits."""
+    """Counters since the last :func:`clear_mask_cache`.
+
+    ``type_builds``, ``layer_builds``, ``hits`` (layer masks served from the cache) and
+    ``build_ms``: wall time spent building and assembling block masks (compiles included).
+    """
     return dict(_STATS) | {"cached_types": len(_TYPE_CACHE), "cached_layers": len(_LAYER_CACHE)}

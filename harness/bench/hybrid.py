@@ -21,10 +21,15 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.api.heads import Geometry
 from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
+
+KERNEL_CHOICES = ("auto", "chunked", "reference", "flex", "flex_eager")
+"""As ``harness.attention.execute.KERNEL_CHOICES`` (kept here so ``--help`` imports no torch)."""
 
 __all__ = ["flop_speedup_bound", "kept_heads", "run_bench", "main"]
 
@@ -99,6 +104,7 @@ def run_bench(
     seed: int = 0,
     warmup: int = 1,
     preset: str | None = None,
+    kernel: str = "auto",
 ) -> list[dict]:
     """Time dense vs hybrid prefill; return one row per length (see module docstring).
 
@@ -119,6 +125,10 @@ def run_bench(
         seed: Weights and inputs seed.
         warmup: Untimed runs of each variant per length.
         preset: Former name of ``geometry``; wins when given.
+        kernel: Window kernel (``harness.attention.dispatch.set_window_kernel``); each row
+            records the kernels that ran in its hybrid calls (``window_kernels``, layer calls
+            per kernel, warm-up included) and the block-mask build time (``mask_build_ms``,
+            flex only, warm-up and compilation included).
 
     Returns:
         Rows: ``length, keep, window, dense_ms, hybrid_ms, speedup, bound, of_bound, sdpa_ms,
@@ -140,51 +150,81 @@ def run_bench(
         "geometry": name, "arch": spec["arch"], "layers": layers if scope == "layer" else 1,
         "dtype": dtype, "device": device, "threads": torch.get_num_threads(), "scope": scope,
         "sinks": sinks, "repeats": repeats, "warmup": warmup, "heads_kept_per_layer": kept,
-        "kept_fraction": round(kept / geo.num_heads, 4),
+        "kept_fraction": round(kept / geo.num_heads, 4), "window_kernel": kernel,
         "dims": {"hidden": geo.hidden_size, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
                  "head_dim": geo.head_dim, "ffn": geo.intermediate_size},
     }  # fmt: skip
     model = None
     if scope == "layer":
         model = build_random_decoder(spec["arch"], geo, layers, torch_dtype, seed).to(device)
-    rows = []
-    for n in lengths:
-        gen = torch.Generator().manual_seed(seed + n)
-        if model is not None:
-            ids = torch.randint(0, 1024, (1, n), generator=gen).to(device)
-            run = _layer_runners(model, ids, plan)
-        else:
-            run = _attention_runners(geo, n, torch_dtype, gen, plan, device)
-        for _ in range(warmup):  # allocator, thread pools: not timed
-            for fn in run.values():
-                fn()
-        times: dict[str, list[float]] = {variant: [] for variant in run}
-        cpu: dict[str, list[float]] = {variant: [] for variant in run}
-        for rep in range(repeats):  # sdpa-dense-hybrid, then reversed: neighbours stay paired
-            for variant in list(run) if rep % 2 == 0 else list(run)[::-1]:
-                wall, used = _timed(run[variant], device)
-                times[variant].append(wall)
-                cpu[variant].append(used)
-        med = {variant: statistics.median(vals) for variant, vals in times.items()}
-        cpu_med = {variant: statistics.median(vals) for variant, vals in cpu.items()}
-        bound = flop_speedup_bound(geo, n, window, kept / geo.num_heads, linear=scope == "layer")
-        rows.append({
-            "length": n, "keep": keep, "window": window,
-            "dense_ms": round(med["dense"], 2), "hybrid_ms": round(med["hybrid"], 2),
-            "speedup": round(med["dense"] / med["hybrid"], 3), "bound": round(bound, 3),
-            "of_bound": round(med["dense"] / med["hybrid"] / bound, 3),
-            # Median of per-repetition ratios of adjacent runs: robust to slow load drifts.
-            "speedup_paired": round(statistics.median(
-                d / h for d, h in zip(times["dense"], times["hybrid"])), 3),
-            "sdpa_ms": round(med["sdpa"], 2),
-            "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
-            "times_ms": {k: [round(x, 1) for x in v] for k, v in times.items()},
-            # Process CPU time: steadier than wall time on a shared machine (CPU runs only).
-            "speedup_cpu_time": round(cpu_med["dense"] / max(cpu_med["hybrid"], 1e-9), 3),
-            "cpu_ms": {k: [round(x, 1) for x in v] for k, v in cpu.items()},
-            **settings,
-        })  # fmt: skip
+    rows: list[dict] = []
+    with _kernel_scope(kernel):
+        for n in lengths:
+            gen = torch.Generator().manual_seed(seed + n)
+            if model is not None:
+                ids = torch.randint(0, 1024, (1, n), generator=gen).to(device)
+                run = _layer_runners(model, ids, plan)
+            else:
+                run = _attention_runners(geo, n, torch_dtype, gen, plan, device)
+            _used(reset=True)
+            built = _build_ms()
+            for _ in range(warmup):  # allocator, thread pools: not timed
+                for fn in run.values():
+                    fn()
+            times: dict[str, list[float]] = {variant: [] for variant in run}
+            cpu: dict[str, list[float]] = {variant: [] for variant in run}
+            for rep in range(repeats):  # sdpa-dense-hybrid, then reversed: neighbours stay paired
+                for variant in list(run) if rep % 2 == 0 else list(run)[::-1]:
+                    wall, used = _timed(run[variant], device)
+                    times[variant].append(wall)
+                    cpu[variant].append(used)
+            med = {variant: statistics.median(vals) for variant, vals in times.items()}
+            cpu_med = {variant: statistics.median(vals) for variant, vals in cpu.items()}
+            bound = flop_speedup_bound(
+                geo, n, window, kept / geo.num_heads, linear=scope == "layer"
+            )
+            rows.append({
+                "length": n, "keep": keep, "window": window,
+                "dense_ms": round(med["dense"], 2), "hybrid_ms": round(med["hybrid"], 2),
+                "speedup": round(med["dense"] / med["hybrid"], 3), "bound": round(bound, 3),
+                "of_bound": round(med["dense"] / med["hybrid"] / bound, 3),
+                # Median of per-repetition ratios of adjacent runs: robust to slow load drifts.
+                "speedup_paired": round(statistics.median(
+                    d / h for d, h in zip(times["dense"], times["hybrid"])), 3),
+                "sdpa_ms": round(med["sdpa"], 2),
+                "dispatch_overhead": round(med["dense"] / med["sdpa"] - 1.0, 4),
+                "times_ms": {k: [round(x, 1) for x in v] for k, v in times.items()},
+                # Process CPU time: steadier than wall time on a shared machine (CPU runs only).
+                "speedup_cpu_time": round(cpu_med["dense"] / max(cpu_med["hybrid"], 1e-9), 3),
+                "cpu_ms": {k: [round(x, 1) for x in v] for k, v in cpu.items()},
+                "window_kernels": _used(reset=True), "mask_build_ms": _build_ms() - built,
+                **settings,
+            })  # fmt: skip
     return rows
+
+
+@contextmanager
+def _kernel_scope(kernel: str) -> Iterator[None]:
+    from harness.attention.dispatch import set_window_kernel, window_kernel
+
+    previous = window_kernel()
+    set_window_kernel(kernel)
+    try:
+        yield
+    finally:
+        set_window_kernel(previous)
+
+
+def _used(reset: bool) -> dict[str, int]:
+    from harness.attention.dispatch import window_kernels_used
+
+    return window_kernels_used(reset=reset)
+
+
+def _build_ms() -> float:
+    from harness.attention.flex import mask_cache_info
+
+    return round(float(mask_cache_info()["build_ms"]), 1)
 
 
 def _layer_runners(model: Any, ids: Any, plan: Any) -> dict[str, Any]:
@@ -256,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES,
+                        help="window kernel (auto: flex on CUDA, chunked on CPU)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
     args = parser.parse_args(argv)
     if not (args.device == "cpu" or args.device.startswith("cuda")):
@@ -265,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         lengths=tuple(int(x) for x in args.lengths.split(",") if x),
         keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
         scope=args.scope, dtype=args.dtype, device=args.device, threads=args.threads,
-        seed=args.seed, warmup=args.warmup,
+        seed=args.seed, warmup=args.warmup, kernel=args.kernel,
     )  # fmt: skip
     if args.json:
         print(json.dumps({"rows": rows}))

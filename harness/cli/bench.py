@@ -1,6 +1,7 @@
-"""``headscope bench hybrid|ram ...``: dispatches to the benchmark's own ``main(argv)``.
+"""``headscope bench hybrid|masks|ram|adaptive ...``: dispatches to the benchmark's ``main(argv)``.
 
 ``bench hybrid`` → :func:`harness.bench.hybrid.main`;
+``bench masks`` → :func:`harness.bench.mask_cost.main`;
 ``bench ram`` → :func:`harness.bench.ram_probe.main`;
 ``bench adaptive`` → :func:`harness.bench.adaptive.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
@@ -17,6 +18,7 @@ __all__ = ["BENCHES", "add_arguments", "run"]
 BENCHES = {
     "adaptive": "harness.bench.adaptive",
     "hybrid": "harness.bench.hybrid",
+    "masks": "harness.bench.mask_cost",
     "ram": "harness.bench.ram_probe",
 }
 

@@ -22,7 +22,10 @@ __all__ = ["main", "build_parser", "USAGE_ERRORS"]
 EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("harness.cli.rank", "rank heads by Retrieval Attention Mass (CoRe heads)"),
     "diagnose": ("harness.cli.diagnose", "eRank / RID / MixIG / TME module diagnostics"),
-    "bench": ("harness.cli.bench", "benchmarks: 'bench hybrid' (prefill speed), 'bench ram'"),
+    "bench": (
+        "harness.cli.bench",
+        "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram'",
+    ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
 }
 

@@ -214,3 +214,29 @@ def test_results_record_the_selected_kernel_and_the_kernels_that_ran(tmp_path):
     by_label = {e.intervention: e.intervention_resolved for e in res.entries}
     assert "window_kernels" not in by_label["none"]  # no windowed head: nothing to record
     assert set(by_label["hybrid:keep=0,window=4"]["window_kernels"]) == {"flex_eager"}
+
+
+@pytest.mark.parametrize("kernel, ran", [("auto", "chunked"), ("flex_eager", "flex_eager")])
+def test_bench_rows_record_the_kernel_that_ran(kernel, ran):
+    from harness.bench.hybrid import run_bench
+
+    rows = run_bench(
+        geometry="tiny", lengths=(200,), keep=0.25, window=16, repeats=1, warmup=1,
+        scope="attention", kernel=kernel,
+    )  # fmt: skip
+    assert rows[0]["window_kernel"] == kernel
+    assert rows[0]["window_kernels"] == {ran: 2}  # warm-up + one timed hybrid call
+    assert (rows[0]["mask_build_ms"] > 0) == (ran == "flex_eager")
+
+
+def test_mask_cost_bench_builds_masks_per_bucket_not_per_sample():
+    from harness.bench.mask_cost import run_mask_cost
+
+    row = run_mask_cost(
+        geometry="tiny", layers=2, samples=5, min_length=130, max_length=250, keep=0.25,
+        window=16, kernel="flex_eager",
+    )  # fmt: skip
+    buckets = {flex.length_bucket(n) for n in row["lengths"]}
+    assert row["type_builds"] == 2 * len(buckets)  # full + window type per bucket
+    assert row["window_kernels"] == {"flex_eager": 2 * 5}
+    assert 0 < row["mask_build_ms"] < row["hybrid_ms"]
