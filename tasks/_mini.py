@@ -58,17 +58,19 @@ class MiniMixin:
 
     def settings(self) -> dict[str, Any]:
         """Sample count and toy seed."""
-        return {"n": self.n, "seed": self.seed} | dict(getattr(self, "_args", {}))
+        scoring = {"scoring": self.scoring} if hasattr(self, "scoring") else {}
+        return {"n": self.n, "seed": self.seed} | scoring | dict(getattr(self, "_args", {}))
 
 
 class SeededMini(MiniMixin):
-    """:class:`MiniMixin` plus the constructor of mini tasks that take only ``n`` and ``seed``.
+    """:class:`MiniMixin` plus the constructor of mini tasks taking ``n``, ``seed``, ``scoring``.
 
-    The real task is built with its defaults.
+    The real task is built with its defaults and the scoring mode.
     """
 
-    def __init__(self, *, n: int = 100, seed: int = 0) -> None:
-        super().__init__()
+    def __init__(self, *, n: int = 100, seed: int = 0, scoring: str | None = None) -> None:
+        # None: the real task's default scoring mode.
+        super().__init__(**({} if scoring is None else {"scoring": scoring}))
         self._init_mini(n, seed)
 
 

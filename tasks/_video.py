@@ -2,7 +2,9 @@
 
 - :class:`VideoChoiceTask`: the multiple-choice video task base (MLVU, Video-MME): frames from
   the file (uniform sampling over the whole video) or from memory (mini variants), letter
-  parsing, accuracy, grouped accuracy, and the shown frame indices in the per-sample log.
+  parsing per scoring mode (:meth:`VideoChoiceTask.letter`, rules in
+  :mod:`tasks._choice_rules`), accuracy, grouped accuracy, and the shown frame indices in the
+  per-sample log.
 
 PyAV is only imported when a video file is decoded (:mod:`harness.media.video`).
 """
@@ -15,7 +17,9 @@ from typing import Any
 from harness.api.payloads import Generation, Request, Video
 from harness.api.task import MetricValue, ScoringContext, Task, mean_stderr
 from harness.media.video import VideoFinder, sample_frames
-from tasks._common import RowSource, parse_choice
+from tasks._choice_rules import lenient_letter, lmms_eval_mcq_letter
+from tasks._common import RowSource
+from tasks._scoring import FALLBACK_RULE, ScoringMode, check_scoring, seeded_letter
 
 __all__ = ["LETTERS", "VideoChoiceTask", "accuracy", "group_accuracy"]
 
@@ -46,18 +50,32 @@ class VideoChoiceTask(RowSource, Task):
     Args:
         num_frames: Frames sampled uniformly over the whole video.
         video_root: Folder with the videos (searched recursively by name / id).
-        random_fallback: When no letter can be parsed, draw one with a seeded RNG (MMMU's
-            rule) instead of counting the answer wrong (the benchmarks' own rule).
+        random_fallback: ``lenient`` scoring only: when no letter can be parsed, draw one
+            with a seeded RNG (MMMU's rule) instead of counting the answer wrong (the
+            benchmarks' own rule).
+        scoring: "official", "lmms_eval" or "lenient" (see :mod:`tasks._scoring`).
     """
 
     video_what = "video"
     source_media = "video"
+    registry_name = "video"
 
     def __init__(
-        self, *, num_frames: int = 16, video_root: str | None = None, random_fallback: bool = False
+        self,
+        *,
+        num_frames: int = 16,
+        video_root: str | None = None,
+        random_fallback: bool = False,
+        scoring: ScoringMode = "official",
     ) -> None:
         if num_frames < 1:
             raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
+        self.scoring = check_scoring(self.registry_name, scoring)
+        if random_fallback and self.scoring != "lenient":
+            raise ValueError(
+                f"{self.registry_name}: random_fallback only applies to scoring='lenient' "
+                f"(the {self.scoring} rule counts replies without a letter as it defines)"
+            )
         self.num_frames = num_frames
         self.random_fallback = random_fallback
         self._videos = VideoFinder(video_root, self.video_what)
@@ -79,17 +97,29 @@ class VideoChoiceTask(RowSource, Task):
         self._shown[sample.doc_id] = video.frame_indices
         return Request(text=self.prompt(sample), video=video, max_new_tokens=16)
 
-    def score(self, sample: Any, generation: Generation, ctx: ScoringContext) -> dict[str, Any]:
-        """Parsed letter and correctness (unparsed counts wrong unless ``random_fallback``)."""
+    def letter(self, sample: Any, text: str) -> str | None:
+        """The letter the scoring mode reads from a reply ("" or None: none)."""
         letters = LETTERS[: len(sample.options)]
-        choice = parse_choice(
-            generation.text, letters, sample.options, seed=ctx.seed, doc_id=sample.doc_id
-        )
-        pred = choice.letter if choice.method != "random" or self.random_fallback else None
+        if self.scoring == "lmms_eval":
+            return lmms_eval_mcq_letter(text, "ABCD")  # lmms-eval passes A-D whatever the count
+        if self.scoring == "lenient":
+            return lenient_letter(text, letters, sample.options)
+        raise NotImplementedError(f"{self.registry_name}: no official rule")
+
+    def score(self, sample: Any, generation: Generation, ctx: ScoringContext) -> dict[str, Any]:
+        """Parsed letter, correctness, and whether the reply was answered at all."""
+        pred = self.letter(sample, generation.text) or None
+        how = "parsed" if pred is not None else "none"
+        if pred is None and self.random_fallback:
+            pred, how = (
+                seeded_letter(LETTERS[: len(sample.options)], ctx.seed, sample.doc_id),
+                "random",
+            )
         return {
             "accuracy": float(pred == sample.answer),
             "pred": pred,
-            "parse": choice.method if pred is not None else "none",
+            "parse": how,
+            "answered": float(pred is not None),
             **self.score_groups(sample),
         }
 
@@ -112,4 +142,5 @@ class VideoChoiceTask(RowSource, Task):
             "num_frames": self.num_frames,
             "frame_sampling": "uniform segment centres over the whole video",
             "random_fallback": self.random_fallback,
-        }
+            "scoring": self.scoring,
+        } | ({"fallback": FALLBACK_RULE} if self.random_fallback else {})

@@ -8,15 +8,31 @@
   there at any depth (``video/1_plotQA/<name>`` in the release).
 - Licence: see the dataset card (research use; videos come from public sources).
 - Paper: Zhou et al., "MLVU: Benchmarking Multi-task Long Video Understanding", CVPR 2025.
-- Prompt: the question, the candidates as "(A) …" lines, then "Only give the best option."
-  (MLVU's instruction). ``num_frames`` frames are sampled uniformly over the whole video.
-- Answers: the candidate text is turned into its letter once, at load. The reply's letter is
-  parsed with :func:`tasks._common.parse_choice`; a reply with no letter or option text counts
-  wrong (``random_fallback=True`` draws a seeded letter instead, MMMU's rule).
+- Prompt: the question, the candidates as "(A) …" lines, "Only give the best option." and
+  the primer "Best option: (". MLVU's choice bench starts the assistant's turn with "Best
+  Option: ("; a request here has no assistant prefix, so the primer ends the question, as
+  in lmms-eval 0.7.3 (``mlvu_dev.yaml`` post_prompt). ``num_frames`` frames are
+  sampled uniformly over the whole video.
+- Answers: the candidate text is turned into its letter once, at load.
+- Scoring (``scoring``, recorded in settings; see :mod:`tasks._scoring`):
+
+  - ``official`` — MLVU ``evaluation/multiple_choice_evaluation/choice_bench.py::check_ans``
+    (:func:`tasks._choice_rules.mlvu_letter`): with a ")" the character before the first
+    ")" is the letter ("B)" and "(B) text" are B), without one the whole reply must be the
+    letter ("B" is, "Best option:(B" and "The correct option is B, because…" are not).
+    ``m_avg`` averages the task types present, as the release does.
+  - ``lmms_eval`` — lmms-eval 0.7.3 ``tasks/mlvu/utils.py``: ``extract_mcq_answer`` over A-D
+    and ``mlvu_aggregate_results_dev``, whose average runs over all seven types, an absent
+    type counting 0 (reproduced in ``m_avg``; lmms-eval reports percent, headscope the
+    fraction).
+  - ``lenient`` — :func:`tasks._choice_rules.lenient_letter` ("B)", "Best option:(B",
+    "The correct option is B, because…"); a reply with none counts wrong, or draws a seeded
+    letter with ``random_fallback=True``.
 - Metrics: accuracy per task type, ``m_avg`` = the macro average over the seven
   multiple-choice types (anomaly_reco, count, ego, needle, order, plotQA, topic_reasoning)
-  **present in the run** (a type with no sample does not count as 0; its stderr combines the
-  per-type ones as independent), and the overall (micro) accuracy.
+  **present in the run** (a type with no sample does not count as 0, except under
+  ``lmms_eval`` as above; its stderr combines the per-type ones as independent), and the
+  overall (micro) accuracy.
 """
 
 from __future__ import annotations
@@ -28,12 +44,15 @@ from typing import Any
 
 from harness.api.registry import task
 from harness.api.task import MetricDef, MetricValue, SampleError
+from tasks._choice_rules import mlvu_letter
 from tasks._common import DataFiles, normalize_text, parse_list, require, row_id
+from tasks._scoring import ScoringMode
 from tasks._video import LETTERS, VideoChoiceTask, accuracy, group_accuracy
 
-__all__ = ["MLVU", "MLVUSample", "MC_TYPES", "normalise_row", "macro_average"]
+__all__ = ["MLVU", "MLVUSample", "MC_TYPES", "normalise_row", "macro_average", "PRIMER"]
 
 MC_TYPES = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")
+PRIMER = "Best option: ("
 _FIELDS = ("video_name", "question", "candidates", "answer", "task_type", "question_id")
 
 
@@ -97,8 +116,16 @@ def normalise_row(row: Mapping[str, Any], where: str) -> MLVUSample:
     )
 
 
-def macro_average(per_type: Sequence[MetricValue], name: str = "m_avg") -> MetricValue:
-    """Mean of the per-type accuracies of the types with samples (absent types are skipped)."""
+def macro_average(
+    per_type: Sequence[MetricValue], name: str = "m_avg", absent_as_zero: bool = False
+) -> MetricValue:
+    """Mean of the per-type accuracies of the types with samples (absent types are skipped).
+
+    With ``absent_as_zero`` (lmms-eval's rule) every type counts, an absent one as 0.
+    """
+    if absent_as_zero and per_type:
+        values = [m.value if m.n > 0 else 0.0 for m in per_type]
+        return MetricValue(name, sum(values) / len(values), None, sum(m.n for m in per_type))
     present = [m for m in per_type if m.n > 0]
     if not present:
         return MetricValue(name, float("nan"), None, 0)
@@ -121,7 +148,8 @@ class MLVU(VideoChoiceTask):
         data_files: Local parquet/JSON(L) file(s), or ``{split: files}``.
         data_dir: Local folder of such files.
         revision: Hub revision.
-        random_fallback: Draw a seeded letter for replies with none (default: count wrong).
+        random_fallback: ``lenient`` only: draw a seeded letter for replies with none.
+        scoring: "official" (MLVU's check_ans), "lmms_eval" or "lenient".
     """
 
     metrics = (
@@ -142,9 +170,13 @@ class MLVU(VideoChoiceTask):
         data_dir: str | None = None,
         revision: str | None = None,
         random_fallback: bool = False,
+        scoring: ScoringMode = "official",
     ) -> None:
         super().__init__(
-            num_frames=num_frames, video_root=video_root, random_fallback=random_fallback
+            num_frames=num_frames,
+            video_root=video_root,
+            random_fallback=random_fallback,
+            scoring=scoring,
         )
         self._init_source(dataset_id, data_files, data_dir, revision)
 
@@ -165,9 +197,17 @@ class MLVU(VideoChoiceTask):
         return out
 
     def prompt(self, sample: MLVUSample) -> str:
-        """Question, "(A) …" candidate lines, MLVU's answer instruction."""
+        """Question, "(A) …" candidate lines, MLVU's answer instruction and primer."""
         lines = [f"({LETTERS[i]}) {opt}" for i, opt in enumerate(sample.options)]
-        return "\n".join([sample.question, "Options:", *lines, "Only give the best option."])
+        return "\n".join(
+            [sample.question, "Options:", *lines, "Only give the best option.", PRIMER]
+        )
+
+    def letter(self, sample: MLVUSample, text: str) -> str | None:
+        """MLVU's ``check_ans`` letter, or the base class's lmms_eval / lenient rule."""
+        if self.scoring == "official":
+            return mlvu_letter(text)
+        return super().letter(sample, text)
 
     def score_groups(self, sample: MLVUSample) -> dict[str, Any]:
         """The task type, for per-type accuracy."""
@@ -176,7 +216,8 @@ class MLVU(VideoChoiceTask):
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
         """Macro average over present MC types, micro accuracy, per-type accuracy."""
         per_type = group_accuracy(rows, "task_type", MC_TYPES)
-        return [macro_average(per_type), accuracy(rows), *per_type]
+        m_avg = macro_average(per_type, absent_as_zero=self.scoring == "lmms_eval")
+        return [m_avg, accuracy(rows), *per_type]
 
     def sample_log(self, sample: MLVUSample) -> dict[str, Any]:
         """Target letter, task type and the shown frame indices."""

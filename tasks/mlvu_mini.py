@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.api.registry import task
 from tasks._mini import MiniMixin, video_choice_sample
+from tasks._scoring import ScoringMode
 from tasks.mlvu import MLVU, MLVUSample
 
 __all__ = ["MLVUMini", "from_mini"]
@@ -31,13 +32,21 @@ class MLVUMini(MiniMixin, MLVU):
     Args:
         n: Samples per split.
         seed: Toy dataset seed.
-        random_fallback: Draw a seeded letter for replies with none (default: count wrong).
+        random_fallback: ``lenient`` only: draw a seeded letter for replies with none.
+        scoring: "official", "lmms_eval" or "lenient" (see :mod:`tasks._scoring`).
     """
 
     kind = "mlvu"
 
-    def __init__(self, *, n: int = 100, seed: int = 0, random_fallback: bool = False) -> None:
-        super().__init__(random_fallback=random_fallback)
+    def __init__(
+        self,
+        *,
+        n: int = 100,
+        seed: int = 0,
+        random_fallback: bool = False,
+        scoring: ScoringMode = "official",
+    ) -> None:
+        super().__init__(random_fallback=random_fallback, scoring=scoring)
         self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[MLVUSample]:

@@ -48,6 +48,7 @@ from tasks._common import (
     require,
     row_id,
 )
+from tasks._scoring import check_scoring
 
 __all__ = ["DocIRSample", "MMDocIR", "parse_pages", "parse_regions", "recall_at"]
 
@@ -117,6 +118,8 @@ class MMDocIR(Task):
         pages_file: Explicit pages parquet (overrides ``data_dir``).
         dataset_id: HF dataset repository holding the files.
         revision: Hub revision.
+        scoring: Only "lenient" (headscope's rule, described above) for now; the
+            benchmark's official and lmms-eval rules are not implemented yet.
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = PAGE_METRICS + LAYOUT_METRICS
@@ -133,7 +136,9 @@ class MMDocIR(Task):
         pages_file: str | None = None,
         dataset_id: str = "MMDocIR/MMDocIR_Evaluation_Dataset",
         revision: str | None = None,
+        scoring: str = "lenient",
     ) -> None:
+        self.scoring = check_scoring("mmdocir", scoring, ("lenient",))
         if level not in ("page", "layout"):
             raise ValueError(f"mmdocir level must be 'page' or 'layout', got {level!r}")
         if max_pages is not None and max_pages < 1:
@@ -149,7 +154,11 @@ class MMDocIR(Task):
 
     def settings(self) -> dict[str, Any]:
         """Level and page cap (resolved defaults included)."""
-        return {"level": self.level, "max_pages": self.max_pages} | super().settings()
+        return {
+            "level": self.level,
+            "max_pages": self.max_pages,
+            "scoring": self.scoring,
+        } | super().settings()
 
     def _table(self, split: str, name: str, explicit: str | None) -> Any:
         if explicit is None and self.data_dir is not None:

@@ -45,6 +45,7 @@ from harness.api.task import (
 )
 from tasks._common import DataFiles, RowSource, parse_list, require, row_id
 from tasks._doc_answers import FORMATS, match_answer, not_answerable
+from tasks._scoring import check_scoring
 
 __all__ = ["DocSample", "MMLongBenchDoc", "match_answer", "not_answerable", "PROMPT_SUFFIX"]
 
@@ -92,6 +93,8 @@ class MMLongBenchDoc(RowSource, Task):
         data_files: Local parquet/JSON(L) file(s), or ``{split: files}``.
         data_dir: Local folder of such files.
         revision: Hub revision.
+        scoring: Only "lenient" (headscope's rule, described above) for now; the
+            benchmark's official and lmms-eval rules are not implemented yet.
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -112,7 +115,9 @@ class MMLongBenchDoc(RowSource, Task):
         data_files: DataFiles | None = None,
         data_dir: str | None = None,
         revision: str | None = None,
+        scoring: str = "lenient",
     ) -> None:
+        self.scoring = check_scoring("mmlongbench_doc", scoring, ("lenient",))
         if pages not in ("all", "gold"):
             raise ValueError(f"mmlongbench_doc pages must be 'all' or 'gold', got {pages!r}")
         if dpi <= 0 or (max_pages is not None and max_pages < 1):
@@ -127,6 +132,7 @@ class MMLongBenchDoc(RowSource, Task):
             "pages": self.pages,
             "dpi": self.dpi,
             "max_pages": self.max_pages,
+            "scoring": self.scoring,
         } | super().settings()
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[DocSample]:

@@ -13,11 +13,23 @@
 - Prompt: the question (``<image k>`` tags kept, images given in order 1..7), then "A. …"
   option lines and "Answer with the option's letter from the given choices directly." — or
   "Answer the question using a single word or phrase." for open questions.
-- Multiple-choice parsing (:func:`tasks._common.parse_choice`): "(X)", then "X ", then "X.",
-  then option text; no match → a random letter drawn with ``random.Random(f"{seed}:{doc_id}")``
-  (MMMU's fallback, made deterministic) and counted in ``fallback_rate``.
-- Open questions: correct when a gold number equals a number in the answer (±1% relative) or
-  a normalised gold string occurs in the normalised answer.
+- Scoring (``scoring``, recorded in settings; see :mod:`tasks._scoring`):
+
+  - ``official`` — MMMU-Benchmark/MMMU ``mmmu/utils/eval_utils.py``: multiple choice by
+    ``parse_multi_choice_response`` ("(X)", then " X ", then — for replies over five words —
+    option text found anywhere, substrings included; :func:`tasks._choice_rules.mmmu_letter`),
+    open questions by ``parse_open_response`` + ``eval_open`` (:mod:`tasks._mmmu_open`:
+    numeric golds compare as rounded floats, text golds as substrings of the key phrases).
+  - ``lmms_eval`` — lmms-eval 0.7.3 ``tasks/mmmu/utils.py::mmmu_process_results``: its
+    shared parser tests "X " without the leading space and adds an "X." rule; open answers
+    as the official rule but against the raw ``answer`` string.
+  - ``lenient`` — :func:`tasks._choice_rules.lenient_letter` and
+    :func:`tasks._mmmu_open.lenient_open_match` (whole words; numbers as numbers).
+
+  Where a multiple-choice parser finds nothing, every mode draws the letter MMMU's way but
+  seeded: ``random.Random(f"{seed}:{doc_id}")`` (the release seeds one generator with 42 at
+  import, so its draws depend on order). The drawn letter is logged per sample with
+  ``fallback_rate``; the rule is recorded in settings.
 - Metric: ``accuracy`` (+ ``fallback_rate``).
 """
 
@@ -29,21 +41,19 @@ from typing import Any, ClassVar
 from harness.api.payloads import Generation, Request
 from harness.api.registry import task
 from harness.api.task import MetricDef, SampleError, ScoringContext, Task
+from tasks._choice_rules import lenient_letter, mmmu_letter
 from tasks._common import (
     DataFiles,
     RowImage,
     RowSource,
-    as_number,
     lazy_media,
-    normalize_text,
-    numbers_close,
     open_image,
-    parse_choice,
     parse_list,
-    parse_numbers,
     require,
     row_id,
 )
+from tasks._mmmu_open import lenient_open_match, official_open_match
+from tasks._scoring import FALLBACK_RULE, ScoringMode, check_scoring, seeded_letter
 
 __all__ = ["MMMUSample", "MMMU", "MC_SUFFIX", "OPEN_SUFFIX", "LETTERS", "open_match"]
 
@@ -74,6 +84,7 @@ class MMMUSample:
         question_type: ``"multiple-choice"`` or ``"open"``.
         images: Image sources in order image_1..image_7 (absent ones dropped).
         subfield: MMMU subfield, for per-field breakdowns.
+        raw_answer: The ``answer`` field as stored (lmms-eval scores open answers on it).
     """
 
     doc_id: str
@@ -84,24 +95,17 @@ class MMMUSample:
     question_type: str
     images: tuple[Any, ...]
     subfield: str = ""
+    raw_answer: str = ""
 
 
-def open_match(response: str, golds: tuple[str, ...]) -> bool:
-    """Whether an open answer matches any gold answer.
+def open_match(response: str, golds: tuple[str, ...], scoring: str = "lenient") -> bool:
+    """Whether an open answer matches a gold answer under ``scoring`` (official/lenient).
 
-    A numeric gold matches any number in ``response`` within 1%; any gold matches when its
-    normalised text occurs as whole words in the normalised response.
+    ``lmms_eval`` scores against the raw answer string; use :meth:`MMMU.score` for it.
     """
-    text = f" {normalize_text(response)} "
-    numbers = parse_numbers(response)
-    for gold in golds:
-        value = as_number(gold)
-        if value is not None and any(numbers_close(n, value, 0.01, percent=False) for n in numbers):
-            return True
-        g = normalize_text(gold)
-        if g and f" {g} " in text:
-            return True
-    return False
+    if scoring == "official":
+        return official_open_match(response, golds[0] if len(golds) == 1 else list(golds))
+    return lenient_open_match(response, golds)
 
 
 @task("mmmu")
@@ -115,6 +119,7 @@ class MMMU(RowSource, Task):
         data_dir: Local folder of such files.
         image_root: Folder that relative image paths are resolved against.
         revision: Hub revision.
+        scoring: "official" (MMMU's eval_utils), "lmms_eval" or "lenient".
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -132,7 +137,9 @@ class MMMU(RowSource, Task):
         data_dir: str | None = None,
         image_root: str | None = None,
         revision: str | None = None,
+        scoring: ScoringMode = "official",
     ) -> None:
+        self.scoring = check_scoring("mmmu", scoring)
         unknown = sorted(set(subjects or ()) - set(SUBJECTS))
         if unknown:
             raise ValueError(f"mmmu: unknown subject(s) {unknown}; known: {list(SUBJECTS)}")
@@ -190,6 +197,7 @@ class MMMU(RowSource, Task):
             question_type=qtype,
             images=images,
             subfield=str(row.get("subfield") or ""),
+            raw_answer=str(row["answer"]),
         )
 
     def prompt(self, sample: MMMUSample) -> str:
@@ -208,21 +216,31 @@ class MMMU(RowSource, Task):
         return Request(text=self.prompt(sample), images=images, max_new_tokens=16)
 
     def score(self, sample: MMMUSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """Correctness; multiple-choice parsing uses the seeded fallback."""
+        """Correctness under the scoring mode; multiple choice falls back to a seeded letter."""
+        text = generation.text
         if sample.question_type != "multiple-choice":
-            return {"accuracy": float(open_match(generation.text, sample.golds))}
-        choice = parse_choice(
-            generation.text,
-            LETTERS[: len(sample.options)],
-            sample.options,
-            seed=ctx.seed,
-            doc_id=sample.doc_id,
-        )
+            if self.scoring == "lmms_eval":
+                ok = official_open_match(text, sample.raw_answer or sample.answer)
+            else:
+                ok = open_match(text, sample.golds, self.scoring)
+            return {"accuracy": float(ok)}
+        letters = LETTERS[: len(sample.options)]
+        if self.scoring == "lenient":
+            letter = lenient_letter(text, letters, sample.options)
+        else:
+            letter = mmmu_letter(text, letters, sample.options, self.scoring)
+        fallback = letter is None
+        if letter is None:
+            letter = seeded_letter(letters, ctx.seed, sample.doc_id)
         return {
-            "accuracy": float(choice.letter == sample.answer),
-            "fallback_rate": float(choice.method == "random"),
-            "parsed": choice.letter,
+            "accuracy": float(letter == sample.answer),
+            "fallback_rate": float(fallback),
+            "parsed": letter,
         }
+
+    def settings(self) -> dict[str, Any]:
+        """Scoring mode and its seeded fallback rule, plus the arguments passed."""
+        return {"scoring": self.scoring, "fallback": FALLBACK_RULE} | super().settings()
 
     def sample_log(self, sample: MMMUSample) -> dict[str, Any]:
         """Gold answer(s) and question type."""

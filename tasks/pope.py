@@ -10,9 +10,22 @@
 - Paper: Li et al., "Evaluating Object Hallucination in Large Vision-Language Models",
   EMNLP 2023.
 - Prompt: the question, then "Answer the question using a single word or phrase."
-- Answer normalisation: lower-cased, punctuation stripped; the first word decides ("Yes." and
-  "yes, there is" are yes), else a lone yes/no anywhere in the answer. An answer that says
-  neither counts as "no", as POPE's own script does, and is reported as ``unparsed_rate``.
+- Scoring (``scoring``, recorded in settings; see :mod:`tasks._scoring`):
+
+  - ``official`` — RUCAIBox/POPE ``evaluate.py`` (module body): keep the reply up to its
+    first ".", drop commas, split on spaces; the word "No", "not" or "no" makes it "no",
+    anything else — including an empty reply or "I cannot tell" — is "yes". Precision,
+    recall, F1 and yes_ratio (share of "yes" predictions) from those (NaN where the script
+    would divide by zero).
+  - ``lmms_eval`` — lmms-eval 0.7.3 ``tasks/pope/utils.py``: the prediction is the whole
+    reply lower-cased and stripped, so only exactly "yes"/"no" count ("Yes." is wrong);
+    recall counts a false negative only for an exact "no"; empty precision/recall/F1 are 0;
+    its ``pope_yes_ratio`` is the share of **gold** "yes" answers (reported as such).
+  - ``lenient`` — the first word decides ("Yes." and "yes, there is" are yes), else a lone
+    yes/no word anywhere; a reply with neither (or both) counts as "no".
+
+  ``unparsed_rate`` (every mode) is the share of replies in which :func:`yes_no` finds
+  neither yes nor no, whatever the mode made of them.
 - Metrics: accuracy, precision / recall / F1 with "yes" as the positive class, yes_ratio (the
   share of yes answers; 0.5 on balanced POPE is ideal, higher means more hallucination).
 """
@@ -43,11 +56,19 @@ from tasks._common import (
     row_id,
     yes_no,
 )
+from tasks._scoring import ScoringMode, check_scoring
 
-__all__ = ["PopeSample", "Pope", "SUBSETS", "PROMPT_SUFFIX"]
+__all__ = ["PopeSample", "Pope", "SUBSETS", "PROMPT_SUFFIX", "official_answer"]
 
 SUBSETS = ("adversarial", "popular", "random", "all")
 PROMPT_SUFFIX = "\nAnswer the question using a single word or phrase."
+
+
+def official_answer(reply: str) -> str:
+    """The yes/no POPE's ``evaluate.py`` reads from a reply (see the module docstring)."""
+    first = reply.split(".")[0] if "." in reply else reply
+    words = first.replace(",", "").split(" ")
+    return "no" if {"No", "not", "no"} & set(words) else "yes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +101,7 @@ class Pope(RowSource, Task):
         data_dir: Local folder of such files.
         image_root: Folder that relative image paths are resolved against.
         revision: Hub revision.
+        scoring: "official" (POPE's evaluate.py), "lmms_eval" or "lenient".
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -101,7 +123,9 @@ class Pope(RowSource, Task):
         data_dir: str | None = None,
         image_root: str | None = None,
         revision: str | None = None,
+        scoring: ScoringMode = "official",
     ) -> None:
+        self.scoring = check_scoring("pope", scoring)
         if subset not in SUBSETS:
             raise ValueError(f"pope subset {subset!r} not one of {SUBSETS}")
         self.subset = subset
@@ -110,7 +134,7 @@ class Pope(RowSource, Task):
 
     def settings(self) -> dict[str, Any]:
         """Subset (resolved default included) and the arguments passed."""
-        return {"subset": self.subset} | super().settings()
+        return {"subset": self.subset, "scoring": self.scoring} | super().settings()
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[PopeSample]:
         """Load, normalise answers to yes/no, filter by subset."""
@@ -148,30 +172,48 @@ class Pope(RowSource, Task):
         return Request(text=self.prompt(sample), images=(image,), max_new_tokens=8)
 
     def score(self, sample: PopeSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """Per-sample correctness and the normalised answer."""
-        parsed = yes_no(generation.text)
-        pred = parsed or "no"
+        """Per-sample correctness and the prediction under the task's scoring mode."""
+        text = generation.text
+        parsed = yes_no(text)
+        if self.scoring == "official":
+            pred = official_answer(text)
+        elif self.scoring == "lmms_eval":
+            pred = text.lower().strip()
+        else:
+            pred = parsed or "no"
         return {
             "accuracy": float(pred == sample.answer),
+            "pred": pred,
             "pred_yes": float(pred == "yes"),
+            "pred_no": float(pred == "no"),
             "target_yes": float(sample.answer == "yes"),
             "unparsed_rate": float(parsed is None),
         }
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
-        """Accuracy, precision, recall, F1, yes ratio (positive class: yes)."""
+        """Accuracy, precision, recall, F1, yes ratio (positive class: yes), per mode."""
         n = len(rows)
         tp = sum(1 for r in rows if r["pred_yes"] and r["target_yes"])
         fp = sum(1 for r in rows if r["pred_yes"] and not r["target_yes"])
-        fn = sum(1 for r in rows if not r["pred_yes"] and r["target_yes"])
-        precision = tp / (tp + fp) if tp + fp else float("nan")
-        recall = tp / (tp + fn) if tp + fn else float("nan")
-        if tp:
+        if self.scoring == "lmms_eval":  # a false negative is an exact "no" only
+            fn = sum(1 for r in rows if r.get("pred_no", 1 - r["pred_yes"]) and r["target_yes"])
+            empty = 0.0
+        else:
+            fn = sum(1 for r in rows if not r["pred_yes"] and r["target_yes"])
+            empty = float("nan")
+        precision = tp / (tp + fp) if tp + fp else empty
+        recall = tp / (tp + fn) if tp + fn else empty
+        if self.scoring == "lmms_eval":
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        elif self.scoring == "official":
+            f1 = 2 * precision * recall / (precision + recall) if tp else float("nan")
+        elif tp:
             f1 = 2 * precision * recall / (precision + recall)
         else:
             f1 = 0.0 if fp + fn else float("nan")
         acc, acc_err = mean_stderr([r["accuracy"] for r in rows])
-        yes, yes_err = mean_stderr([r["pred_yes"] for r in rows])
+        yes_col = "target_yes" if self.scoring == "lmms_eval" else "pred_yes"
+        yes, yes_err = mean_stderr([r[yes_col] for r in rows])
         unp, unp_err = mean_stderr([r["unparsed_rate"] for r in rows])
         return [
             MetricValue("accuracy", acc, acc_err, n),

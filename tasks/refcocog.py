@@ -43,6 +43,7 @@ from tasks._common import (
     resolve_path,
     row_id,
 )
+from tasks._scoring import check_scoring
 
 __all__ = ["RefSample", "RefCOCOg", "PROMPT", "iou_scores", "THRESHOLDS"]
 
@@ -110,6 +111,8 @@ class RefCOCOg(RowSource, Task):
         data_dir: Local folder of such files.
         image_root: Folder that relative image paths are resolved against.
         revision: Hub revision.
+        scoring: Only "lenient" (headscope's rule, described above) for now; the
+            benchmark's official and lmms-eval rules are not implemented yet.
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -131,9 +134,15 @@ class RefCOCOg(RowSource, Task):
         data_dir: str | None = None,
         image_root: str | None = None,
         revision: str | None = None,
+        scoring: str = "lenient",
     ) -> None:
+        self.scoring = check_scoring("refcocog", scoring, ("lenient",))
         self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root
+
+    def settings(self) -> dict[str, Any]:
+        """Scoring mode and the arguments passed."""
+        return {"scoring": self.scoring} | super().settings()
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
         """Load rows and expand them to one sample per expression."""

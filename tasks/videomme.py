@@ -13,11 +13,23 @@
   Multi-modal LLMs in Video Analysis", CVPR 2025.
 - Prompt: Video-MME's instruction ("Select the best answer …"), the question, the options as
   given, then "The best answer is:". ``num_frames`` frames uniformly over the whole video.
-- Answers: the letter is parsed with :func:`tasks._common.parse_choice`; a reply with no letter
-  or option text counts wrong, as in the official script (``random_fallback=True`` draws a
-  seeded letter instead).
+- Scoring (``scoring``, recorded in settings; see :mod:`tasks._scoring`):
+
+  - ``official`` — Video-MME's ``eval_your_results.py::extract_characters_regex`` (github
+    thanku-all/parse_answer, linked from the Video-MME README): answer prefixes are deleted
+    and the first capital A-D anywhere is the letter (:func:`tasks._choice_rules.
+    videomme_letter`; "Based on …" reads B). A reply with no capital A-D is *not answered*
+    and the release leaves it out of the denominator: ``accuracy`` = correct / answered (the
+    official number), ``accuracy_all`` = correct / all questions, ``answered_rate``.
+  - ``lmms_eval`` — lmms-eval 0.7.3 ``tasks/videomme/utils.py::videomme_process_results``
+    (its shared ``extract_mcq_answer`` over A-D); every question counts (``accuracy`` =
+    ``accuracy_all``). lmms-eval reports percent; headscope reports the fraction.
+  - ``lenient`` — :func:`tasks._choice_rules.lenient_letter` ("C)", "C: Berries", "答案是C",
+    option text with or without its final "."); a reply with none counts wrong, or draws a
+    seeded letter with ``random_fallback=True``; every question counts.
 - Variant: ``duration`` keeps only short, medium or long videos (default all).
-- Metrics: accuracy overall and per duration.
+- Metrics: accuracy overall and per duration (same denominators as ``accuracy``),
+  ``accuracy_all`` and ``answered_rate``.
 """
 
 from __future__ import annotations
@@ -28,8 +40,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.api.registry import task
-from harness.api.task import MetricDef, MetricValue, SampleError
+from harness.api.task import MetricDef, MetricValue, SampleError, mean_stderr
+from tasks._choice_rules import videomme_letter
 from tasks._common import DataFiles, parse_list, require, row_id
+from tasks._scoring import ScoringMode
 from tasks._video import VideoChoiceTask, accuracy, group_accuracy
 
 __all__ = ["VideoMME", "VideoMMESample", "DURATIONS", "normalise_row", "PROMPT_HEAD"]
@@ -116,12 +130,15 @@ class VideoMME(VideoChoiceTask):
         data_files: Local parquet/JSON(L) file(s), or ``{split: files}``.
         data_dir: Local folder of such files.
         revision: Hub revision.
-        random_fallback: Draw a seeded letter for replies with none (default: count wrong).
+        random_fallback: ``lenient`` only: draw a seeded letter for replies with none.
+        scoring: "official" (Video-MME's eval_your_results.py), "lmms_eval" or "lenient".
     """
 
     metrics = (
-        MetricDef("accuracy", True, "accuracy over all questions"),
+        MetricDef("accuracy", True, "accuracy (official: over answered questions)"),
         *(MetricDef(f"accuracy_{d}", True, f"accuracy on {d} videos") for d in DURATIONS),
+        MetricDef("accuracy_all", True, "accuracy over all questions (no letter = wrong)"),
+        MetricDef("answered_rate", True, "share of replies with a letter"),
     )
     default_split = "test"
     video_what = "Video-MME video"
@@ -137,11 +154,15 @@ class VideoMME(VideoChoiceTask):
         data_dir: str | None = None,
         revision: str | None = None,
         random_fallback: bool = False,
+        scoring: ScoringMode = "official",
     ) -> None:
         if duration not in (*DURATIONS, "all"):
             raise ValueError(f"videomme duration {duration!r} not one of {(*DURATIONS, 'all')}")
         super().__init__(
-            num_frames=num_frames, video_root=video_root, random_fallback=random_fallback
+            num_frames=num_frames,
+            video_root=video_root,
+            random_fallback=random_fallback,
+            scoring=scoring,
         )
         self.duration = duration
         self._init_source(dataset_id, data_files, data_dir, revision)
@@ -168,9 +189,24 @@ class VideoMME(VideoChoiceTask):
         """Duration bucket and question type."""
         return {"duration": sample.duration, "task_type": sample.task_type}
 
+    def letter(self, sample: VideoMMESample, text: str) -> str | None:
+        """Video-MME's official extraction, or the base class's lmms_eval / lenient rule."""
+        if self.scoring == "official":
+            return videomme_letter(text)
+        return super().letter(sample, text)
+
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
-        """Overall accuracy and accuracy per duration."""
-        return [accuracy(rows), *group_accuracy(rows, "duration", DURATIONS)]
+        """Accuracy (official: answered questions only), per duration, over all, answered."""
+        counted = (
+            [r for r in rows if r.get("answered", 1.0)] if self.scoring == "official" else rows
+        )
+        answered, answered_err = mean_stderr([float(r.get("answered", 1.0)) for r in rows])
+        return [
+            accuracy(counted),
+            *group_accuracy(counted, "duration", DURATIONS),
+            accuracy(rows, "accuracy_all"),
+            MetricValue("answered_rate", answered, answered_err, len(rows)),
+        ]
 
     def sample_log(self, sample: VideoMMESample) -> dict[str, Any]:
         """Target letter, duration, question type and the shown frame indices."""

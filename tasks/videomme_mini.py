@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from harness.api.registry import task
 from tasks._mini import MiniMixin, video_choice_sample
+from tasks._scoring import ScoringMode
 from tasks.videomme import VideoMME, VideoMMESample
 
 __all__ = ["VideoMMEMini", "from_mini"]
@@ -32,7 +33,8 @@ class VideoMMEMini(MiniMixin, VideoMME):
         n: Samples per split.
         seed: Toy dataset seed.
         duration: "short", "medium", "long" (none generated) or "all".
-        random_fallback: Draw a seeded letter for replies with none (default: count wrong).
+        random_fallback: ``lenient`` only: draw a seeded letter for replies with none.
+        scoring: "official", "lmms_eval" or "lenient" (see :mod:`tasks._scoring`).
     """
 
     kind = "videomme"
@@ -44,8 +46,9 @@ class VideoMMEMini(MiniMixin, VideoMME):
         seed: int = 0,
         duration: Literal["short", "medium", "long", "all"] = "all",
         random_fallback: bool = False,
+        scoring: ScoringMode = "official",
     ) -> None:
-        super().__init__(duration=duration, random_fallback=random_fallback)
+        super().__init__(duration=duration, random_fallback=random_fallback, scoring=scoring)
         self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[VideoMMESample]:

@@ -49,6 +49,7 @@ from harness.api.task import (
 )
 from harness.media.video import VideoFinder, frame_positions_in_span, sample_frames, uniform_indices
 from tasks._common import require
+from tasks._scoring import check_scoring
 from tasks._vidstg_data import (
     SENTENCE_TYPES,
     VidSTGSample,
@@ -86,6 +87,8 @@ class VidSTG(Task):
         video_root: VidOR video root (``video_path`` of the VidOR annotation, else
             ``<vid>.mp4`` anywhere below).
         sentence_type: "declarative", "interrogative" or "all".
+        scoring: Only "lenient" (headscope's rule, described above) for now; the
+            benchmark's official and lmms-eval rules are not implemented yet.
     """
 
     metrics = _metric_defs()
@@ -101,7 +104,9 @@ class VidSTG(Task):
         vidor_annotation_dir: str | None = None,
         video_root: str | None = None,
         sentence_type: Literal["declarative", "interrogative", "all"] = "all",
+        scoring: str = "lenient",
     ) -> None:
+        self.scoring = check_scoring("vidstg", scoring, ("lenient",))
         if num_frames < 1:
             raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
         if sentence_type not in (*SENTENCE_TYPES, "all"):
@@ -276,6 +281,7 @@ class VidSTG(Task):
             **super().settings(),
             "num_frames": self.num_frames,
             "sentence_type": self.sentence_type,
+            "scoring": self.scoring,
             "frame_sampling": "uniform segment centres over used_segment",
         }
 

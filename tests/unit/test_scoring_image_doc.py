@@ -44,12 +44,12 @@ def ctx(convention: str = "pixels", seed: int = 0) -> ScoringContext:
 @pytest.mark.parametrize("case", cases("pope.json"), ids=lambda c: c["output"] or "empty")
 def test_pope_cases(case):
     sample = PopeSample("d", "Is there a dog in the image?", case["target"], None, "random")
-    score = Pope().score(sample, Generation(case["output"]), ctx())
+    score = Pope(scoring="lenient").score(sample, Generation(case["output"]), ctx())
     assert score["accuracy"] == case["expected"]
 
 
 def test_pope_aggregate_counts():
-    task = Pope()
+    task = Pope(scoring="lenient")
     rows = [
         task.score(PopeSample(str(i), "q", t, None, "random"), Generation(o), ctx())
         for i, (t, o) in enumerate([("yes", "Yes."), ("no", "yes"), ("yes", "no"), ("no", "No")])
@@ -60,7 +60,7 @@ def test_pope_aggregate_counts():
 
 
 def test_pope_aggregate_without_yes_predictions():
-    task = Pope()
+    task = Pope(scoring="lenient")
     rows = [task.score(PopeSample("a", "q", "yes", None, "r"), Generation("no"), ctx())]
     got = {m.name: m.value for m in task.aggregate(rows)}
     assert got["f1"] == 0.0 and got["recall"] == 0.0 and got["precision"] != got["precision"]
