@@ -162,7 +162,8 @@ def test_mlvu_end_to_end_macro_skips_absent_types(data, tmp_path):
     assert m["accuracy_anomaly_reco"].n == 0 and m["accuracy_anomaly_reco"].value is None
     assert m["accuracy_plotQA"].value == pytest.approx(0.5)
     assert rows[0]["frame_indices"] == [3, 10, 16] and rows[0]["target"] == "A"
-    assert "(A) red" in rows[0]["prompt"] and rows[0]["prompt"].endswith("best option.\nBest option: (")
+    assert "(A) red" in rows[0]["prompt"]
+    assert rows[0]["prompt"].endswith("best option.\nBest option: (")
 
 
 def test_mlvu_malformed_row_fails_load_naming_it(tmp_path):
