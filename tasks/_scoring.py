@@ -42,8 +42,7 @@ def check_scoring(task: str, mode: str, modes: Sequence[str] = SCORING_MODES) ->
     if mode in SCORING_MODES:
         why = "lmms-eval 0.7.3 has no such task" if mode == "lmms_eval" else "not implemented"
         raise ValueError(
-            f"{task}: scoring {mode!r} is not available for this task ({why}); "
-            f"it has {list(modes)}"
+            f"{task}: scoring {mode!r} is not available for this task ({why}); it has {list(modes)}"
         )
     close = difflib.get_close_matches(str(mode), SCORING_MODES, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
