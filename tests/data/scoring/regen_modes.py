@@ -216,6 +216,7 @@ MMMU_MC = [
     ("newline", "B\nBecause green.", MC4, "B", "B"),
     ("punct", "'C'", MC4, "C", "C"),
     ("punct", "A, B", MC4, "A", "A"),
+    ("short_text", "The colour is blue here", MC4, "C", "C"),
 ]
 # (kind, output, golds, lenient correct)
 MMMU_OPEN = [
@@ -243,6 +244,7 @@ MMMU_OPEN = [
     ("list", "24", ["24", "24.0"], True),
     ("sci", "1.5e3", ["1500"], True),
     ("other_language", "答案是 12", ["12"], True),
+    ("cot", "answer 7 so \nthe total is 9", ["7"], True),
 ]
 
 VMME_OPTIONS = ["A. Apples.", "B. Bananas.", "C. Berries.", "D. Dates."]
@@ -317,6 +319,10 @@ VIDEOMME = [
     ),
     ("start_letter", "D - Dates", "D", "D"),
     ("glued_prefix", "The best option is C", "C", "C"),
+    ("glued_prefix", "Best answer: C", "C", "C"),
+    ("glued_prefix", "Best option: D", "D", "D"),
+    ("glued_prefix", "Best answer:Best option: D", "D", "D"),
+    ("ranks", "Maybe C: no, B) yes", "B", "B"),
 ]
 
 MLVU_OPTIONS = ["a red car", "a blue bus", "a green bike", "a white truck"]
@@ -380,6 +386,7 @@ MLVU = [
     ("start_letter", "D - a white truck", "D", "D"),
     ("paren_late", "The vehicle (a blue bus) is B", "B", "B"),
     ("colon", "B: a blue bus", "B", "B"),
+    ("ranks", "Maybe C: no, B) yes", "B", "B"),
 ]
 
 
