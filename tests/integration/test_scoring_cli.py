@@ -35,7 +35,8 @@ def test_scoring_mode_from_the_cli_is_used_and_recorded(tmp_path, says_yes_dot, 
     entry = json.loads((out / "results.json").read_text())["entries"][0]
     assert entry["task_settings"]["scoring"] == mode
     metrics = {m["name"]: m["value"] for m in entry["metrics"]}
-    rows = [json.loads(x) for x in (out / "samples" / "pope_mini__none.jsonl").open()]
+    (log,) = (out / "samples").glob("pope_mini*__none.jsonl")
+    rows = [json.loads(x) for x in log.open()]
     truth = [r["target"] == "yes" for r in rows]
     want = accuracy if accuracy is not None else sum(truth) / len(truth)
     assert metrics["accuracy"] == pytest.approx(want)
