@@ -304,8 +304,10 @@ def test_mlvu_lmms_eval_equality_with_its_own_functions():
 
 # -- the mode argument -------------------------------------------------------------------------
 def test_unknown_or_unavailable_modes_are_refused_with_a_hint():
-    with pytest.raises(ValueError, match="did you mean 'lmms_eval'"):
+    with pytest.raises(ValueError, match="'lmms_eval'"):
         build_task("pope", {"scoring": "lmms-eval"})
+    with pytest.raises(ValueError, match="did you mean 'lmms_eval'"):
+        check_scoring("pope", "lmms-eval")
     with pytest.raises(ValueError, match="not available"):
         check_scoring("vidstg", "lmms_eval", ("lenient",))
     with pytest.raises(ValueError, match="random_fallback only applies"):
