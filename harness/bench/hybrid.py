@@ -279,23 +279,32 @@ def _fake_attention(groups: int, layer_plan: Any) -> Any:
                            _headscope_layer_plan=layer_plan)  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``headscope bench hybrid [options]``; prints a table or ``--json``."""
-    parser = argparse.ArgumentParser(prog="headscope bench hybrid", description=__doc__)
+def main(argv: list[str] | None = None, description: str | None = None) -> int:
+    """CLI entry: ``headscope bench hybrid [options]``; prints a table or ``--json``.
+
+    ``description``: the ``--help`` text (default: this module's docstring).
+    """
+    parser = argparse.ArgumentParser(
+        prog="headscope bench hybrid",
+        description=description or __doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--geometry", "--preset", dest="geometry", default="default",
                         choices=sorted(GEOMETRIES), help="decoder layer geometry")  # fmt: skip
-    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers (scope layer)")
     parser.add_argument("--lengths", default="8192,16384", help="comma-separated")
     parser.add_argument("--keep", type=float, default=0.1, help="fraction of heads kept full")
-    parser.add_argument("--window", type=int, default=512)
+    parser.add_argument("--window", type=int, default=512, help="window of the other heads")
     parser.add_argument("--sinks", type=int, default=0, help="attention-sink tokens")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs per variant")
-    parser.add_argument("--scope", choices=("attention", "layer"), default="layer")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--scope", choices=("attention", "layer"), default="layer",
+                        help="one layer's attention function, or the whole forward")  # fmt: skip
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="weights and activations dtype")  # fmt: skip
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=0, help="weights and inputs seed")
     parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES,
                         help="window kernel (auto: flex on CUDA, chunked on CPU)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')

@@ -145,24 +145,31 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return round(num / den, 2)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``headscope bench ram [options]``; prints a table or ``--json``."""
+def main(argv: list[str] | None = None, description: str | None = None) -> int:
+    """CLI entry: ``headscope bench ram [options]``; prints a table or ``--json``.
+
+    ``description``: the ``--help`` text (default: this module's docstring).
+    """
     from harness.bench.decoders import PRESETS
 
-    p = argparse.ArgumentParser(prog="headscope bench ram", description=__doc__,
+    p = argparse.ArgumentParser(prog="headscope bench ram", description=description or __doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--geometry", "--preset", dest="preset", choices=sorted(PRESETS),
                    default="default", help="decoder geometry preset (of bench hybrid)")  # fmt: skip
-    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--layers", type=int, default=2, help="decoder layers built (default 2)")
     p.add_argument("--lengths", default="8192", help="comma-separated sequence lengths")
-    p.add_argument("--query-tokens", type=int, default=32)
-    p.add_argument("--evidence-tokens", type=int, default=256)
-    p.add_argument("--max-eager-gb", type=float, default=16.0)
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--query-tokens", type=int, default=32,
+                   help="query rows (the last tokens) whose mass is measured")  # fmt: skip
+    p.add_argument("--evidence-tokens", type=int, default=256,
+                   help="evidence columns (a block at length // 4)")  # fmt: skip
+    p.add_argument("--max-eager-gb", type=float, default=16.0,
+                   help="skip eager above this estimated attention memory (GiB)")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=1, help="timed forwards; the fastest counts")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="weights and activations dtype")  # fmt: skip
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--seed", type=int, default=0, help="weights and inputs seed")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--output", default=None, help="also write the JSON object to this file")

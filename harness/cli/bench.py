@@ -5,7 +5,7 @@
 ``bench ram`` → :func:`harness.bench.ram_probe.main`;
 ``bench adaptive`` → :func:`harness.bench.adaptive.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
-lists them). Light at import: argparse only.
+lists them, under the benchmark's docstring as plain prose). Light at import: argparse only.
 """
 
 from __future__ import annotations
@@ -31,4 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmark's ``main`` with the remaining arguments."""
-    return int(importlib.import_module(BENCHES[args.bench]).main(list(args.bench_args)) or 0)
+    from harness.cli._args import prose
+
+    module = importlib.import_module(BENCHES[args.bench])
+    return int(module.main(list(args.bench_args), description=prose(module.__doc__)) or 0)
