@@ -41,8 +41,11 @@ def test_bench_cli_forwards_arguments(monkeypatch):
     from harness.cli.main import main
 
     seen = {}
-    monkeypatch.setattr(bench_ram, "main", lambda argv: seen.setdefault("ram", argv) and 0)
-    monkeypatch.setattr(bench_hybrid, "main", lambda argv: seen.setdefault("hybrid", argv) and 0)
+    def fake(name):
+        return lambda argv, description=None: seen.setdefault(name, argv) and 0
+
+    monkeypatch.setattr(bench_ram, "main", fake("ram"))
+    monkeypatch.setattr(bench_hybrid, "main", fake("hybrid"))
     assert main(["bench", "ram", "--lengths", "128", "--json"]) == 0
     assert main(["bench", "hybrid", "--preset", "tiny"]) == 0
     assert seen == {"ram": ["--lengths", "128", "--json"], "hybrid": ["--preset", "tiny"]}
