@@ -41,6 +41,7 @@ def test_bench_cli_forwards_arguments(monkeypatch):
     from harness.cli.main import main
 
     seen = {}
+
     def fake(name):
         return lambda argv, description=None: seen.setdefault(name, argv) and 0
 
