@@ -163,8 +163,7 @@ def run_diagnose(
     plots: bool = True,
 ) -> DiagnoseReport:
     """Diagnose every sample of the tasks and write the files (module docstring)."""
-    from tqdm.auto import tqdm
-
+    from harness.api.progress import track
     from harness.probes.record import ProbeError
 
     results, samples, skipped, task_info = [], [], [], []
@@ -172,7 +171,7 @@ def run_diagnose(
         task = build_task(spec.name, spec.args)
         docs = spec.take(task.load(split=spec.split, limit=spec.load_limit))
         task_info.append(_task_info(spec, task))
-        for doc in tqdm(docs, desc=f"diagnose {spec.name}", disable=not progress, leave=False):
+        for doc in track(docs, f"diagnose {spec.name}", enabled=progress):
             try:
                 res = diagnose_sample(
                     adapter, task, doc, energy=energy, baselines=baselines,

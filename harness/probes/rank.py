@@ -88,7 +88,7 @@ def probe_task(
     adapter: Any, tspec: TaskSpec, *, progress: bool = True, skip_bad_docs: bool = False
 ) -> TaskProbe:
     """Probe every sample of one task (see the module docstring for skipping rules)."""
-    from tqdm.auto import tqdm
+    from harness.api.progress import track
 
     task = build_task(tspec.name, tspec.args)
     task.collect_bad_rows = skip_bad_docs
@@ -105,7 +105,7 @@ def probe_task(
     }
     out = TaskProbe(tspec.name, spec)
     no_evidence = 0
-    for doc in tqdm(docs, desc=f"rank {tspec.name}", disable=not progress, leave=False):
+    for doc in track(docs, f"rank {tspec.name}", enabled=progress):
         try:
             if isinstance(doc, BadDoc):
                 raise SampleError(doc.reason)

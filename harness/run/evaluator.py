@@ -91,14 +91,14 @@ def _run_cell(
     desc: str,
     shard: tuple[int, int],
 ) -> dict[str, Any]:
-    from tqdm.auto import tqdm
+    from harness.api.progress import Progress
 
     done = _done_ids(log, spec.skip_bad_docs)
     rank, world = shard
     pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
     ctx = ScoringContext(parse_box=adapter.parse_box, seed=spec.seed)
     counters = {"skipped": 0, "generated": 0}
-    bar = tqdm(total=len(docs), initial=len(docs) - len(pending), desc=desc, leave=False)
+    bar = Progress(len(docs), desc, initial=len(docs) - len(pending))  # a line when not a TTY
     try:  # the bar is cleared before any error is printed
         for start in range(0, len(pending), spec.batch_size):
             batch, requests = [], []

@@ -1,0 +1,120 @@
+"""Progress output: bars on a terminal, one line per loop elsewhere, --verbosity obeyed."""
+
+import io
+import logging
+import re
+
+import pytest
+
+import contextlib
+import dataclasses
+
+from harness.api.intervention import Intervention
+from harness.api.progress import LOGGER, Progress, track
+from harness.api.registry import INTERVENTIONS
+from harness.api.specs import InterventionSpec, RunSpec, TaskSpec
+from harness.run.evaluator import run_grid
+from harness.testing.mock import ScriptedAdapter
+from tests.toy_task import correct_on_even
+
+LINE = re.compile(
+    r"\[headscope\] (?P<desc>.+): (?P<n>\d+)/(?P<total>\d+) samples \((?P<new>\d+) new\) "
+    r"in (?P<elapsed>\d+\.\d) s, (?:(?P<rate>\d+\.\d) samples/s|nothing new)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Noop(Intervention):
+    """Changes nothing (a second grid column for the mock adapter)."""
+
+    @contextlib.contextmanager
+    def attach(self, adapter):
+        yield {}
+
+
+if "test_progress_noop" not in INTERVENTIONS._entries:
+    INTERVENTIONS.register("test_progress_noop")(_Noop)
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def level():
+    logger = logging.getLogger(LOGGER)
+    old = logger.level
+    yield logger.setLevel
+    logger.setLevel(old)
+
+
+def test_non_tty_writes_one_line_with_count_rate_and_elapsed():
+    out = io.StringIO()
+    with Progress(10, "pope_mini × none", initial=4, stream=out) as p:
+        for _ in range(6):
+            p.update()
+    text = out.getvalue()
+    assert "\r" not in text and text.count("\n") == 1
+    m = LINE.fullmatch(text.strip())
+    assert m and m["desc"] == "pope_mini × none"
+    assert (m["n"], m["total"], m["new"]) == ("10", "10", "6")
+    assert m["rate"] is not None and float(m["rate"]) > 0
+
+
+def test_resumed_loop_with_nothing_left_says_so():
+    out = io.StringIO()
+    Progress(5, "t × none", initial=5, stream=out).close()
+    m = LINE.fullmatch(out.getvalue().strip())
+    assert m and m["new"] == "0" and m["rate"] is None
+
+
+def test_terminal_keeps_the_live_bar():
+    out = Tty()
+    with Progress(3, "bar", stream=out) as p:
+        for _ in range(3):
+            p.update()
+    assert "\r" in out.getvalue() and "[headscope]" not in out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["WARNING", "ERROR", "CRITICAL"])
+def test_quiet_levels_show_nothing(level, name):
+    level(name)
+    for stream in (io.StringIO(), Tty()):
+        with Progress(3, "x", stream=stream) as p:
+            p.update(3)
+        assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize("name", ["DEBUG", "INFO"])
+def test_verbose_levels_show_the_line(level, name):
+    level(name)
+    out = io.StringIO()
+    Progress(1, "x", stream=out).close()
+    assert LINE.fullmatch(out.getvalue().strip())
+
+
+def test_track_yields_everything_and_can_be_disabled(capsys):
+    assert list(track(range(4), "probe")) == [0, 1, 2, 3]
+    assert LINE.fullmatch(capsys.readouterr().err.strip())
+    assert list(track(range(4), "probe", enabled=False)) == [0, 1, 2, 3]
+    assert capsys.readouterr().err == ""
+
+
+def test_evaluator_prints_one_line_per_cell_when_not_a_tty(tmp_path, capsys, level):
+    spec = RunSpec(
+        tasks=(TaskSpec("test_echo", args={"n": 6}),),
+        interventions=(InterventionSpec("none"), InterventionSpec("test_progress_noop")),
+        output=str(tmp_path / "run"),
+        batch_size=2,
+    )
+    run_grid(spec, ScriptedAdapter(correct_on_even))
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert "\r" not in err and len(lines) == 2  # one per (task, intervention) cell
+    found = [LINE.fullmatch(ln) for ln in lines]
+    assert [m["desc"] for m in found] == ["test_echo × none", "test_echo × test_progress_noop"]
+    assert all((m["n"], m["total"], m["new"]) == ("6", "6", "6") for m in found)
+    level("WARNING")
+    run_grid(spec, ScriptedAdapter(correct_on_even))  # resumed: nothing new, nothing printed
+    assert capsys.readouterr().err == ""
