@@ -1,13 +1,12 @@
 """Progress output: bars on a terminal, one line per loop elsewhere, --verbosity obeyed."""
 
+import contextlib
+import dataclasses
 import io
 import logging
 import re
 
 import pytest
-
-import contextlib
-import dataclasses
 
 from harness.api.intervention import Intervention
 from harness.api.progress import LOGGER, Progress, track
