@@ -1,20 +1,30 @@
-"""PNG figures of the leaderboard inputs (optional: needs matplotlib, ``headscope[plot]``).
+"""Figures of the leaderboard inputs (optional: needs matplotlib, ``headscope[plot]``).
 
-- ``ram__<model>__<task>.png``: mean RAM heatmap (layer × head) per ranking task;
-- ``ablation__<model>__<task>.png``: primary metric vs k for the ``ablate`` selections
-  (top / bottom / random, one line per selection and mode) with the ``none`` baseline;
-  random-k is the mean over its draws with ± sd error bars;
-- ``speedup__<model-or-geometry>__<scope>.png``: measured prefill speedup vs length, one line
-  per keep fraction (and window), with the FLOP-model bound dashed;
-- ``diagnostics__<model>__<variant>.png``: RID and MixIG per layer, attention vs FFN.
+Each figure is written as PNG and as vector PDF beside it (same stem):
 
-``<model>`` is the short model name (:mod:`leaderboards.labels`). When one model appears
-under several settings, the differing settings join the file name (cut and hashed past
-96 characters). Figures never mix settings: each settings group gets its own file.
+- ``ram__<model>__<task>``: mean RAM heatmap per ranking task, by the heatmap convention of
+  :mod:`harness.probes.plots` (layer 0 at the bottom, heads left to right, labelled colour
+  bar) — the same as ``headscope rank``'s heatmaps;
+- ``ablation__<model>__<task>``: primary metric vs k for the ``ablate`` selections (top /
+  bottom / random, one line per selection and mode) with error bars — random-k: mean ± sd
+  over its draws; top/bottom-k: ± the per-sample stderr — and the ``none`` baseline drawn
+  over the curves (black, dashed) with its ± stderr band. The x ticks are the k values run
+  (a single k shows one tick, not a meaningless range);
+- ``speedup__<model-or-geometry>__<scope>``: measured prefill speedup vs length, one line
+  per keep fraction (and window), with the FLOP-model bound dashed (bench rows carry no
+  stderr, so no error bars);
+- ``diagnostics__<model>__<variant>``: RID and MixIG per layer, attention vs FFN (per-layer
+  means; the files carry no stderr).
+
+Legends sit below the axes, outside them, so they cover no data. ``<model>`` is the short
+model name (:mod:`leaderboards.labels`). When one model appears under several settings,
+the differing settings join the file name (cut and hashed past 96 characters). Figures
+never mix settings: each settings group gets its own file.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +33,13 @@ from leaderboards.labels import arg_text, file_stem, model_names, unique_names
 from leaderboards.settings import config_key, split_settings
 from leaderboards.sources import Sources
 
-__all__ = ["PLOT_HINT", "PlotUnavailableError", "matplotlib_available", "write_figures"]
+__all__ = [
+    "PLOT_HINT",
+    "PlotUnavailableError",
+    "matplotlib_available",
+    "build_figures",
+    "write_figures",
+]
 
 PLOT_HINT = "figures need matplotlib: pip install 'headscope[plot]' (or pip install matplotlib)"
 # Named in speedup file names already, or derived from the geometry.
@@ -43,33 +59,21 @@ def matplotlib_available() -> bool:
 
 def _figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (6.0, 4.0)) -> tuple:
     try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
+        from harness.probes.plots import new_figure
+    except ImportError as exc:  # matplotlib missing
         raise PlotUnavailableError(PLOT_HINT) from exc
-    # Figure + savefig uses the Agg canvas directly: no pyplot, no global backend change.
-    fig = Figure(figsize=size, layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
-    return fig, axes
-
-
-def _integer_ticks(*axes: Any) -> None:
-    from matplotlib.ticker import MaxNLocator
-
-    for axis in axes:
-        axis.set_major_locator(MaxNLocator(integer=True))
+    return new_figure(rows, cols, size)
 
 
 def _suffix(config: dict[str, Any], differing: Sequence[str]) -> str:
     return "_".join(f"{k.split('.')[-1]}={config.get(k, 'unset')}" for k in differing)
 
 
-def _save(fig: Any, out: Path, parts: Sequence[str], written: list[Path]) -> None:
-    path = out / f"{file_stem(*parts)}.png"
-    fig.savefig(path, dpi=110)
-    written.append(path)
+Built = list[tuple[str, Any]]  # (file stem, figure)
 
 
-def _ram_heatmaps(sources: Sources, out: Path, written: list[Path]) -> None:
+def _ram_heatmaps(sources: Sources, built: Built) -> None:
+    from harness.probes.plots import draw_heatmap
     from leaderboards.spearman import ranking_model_names, unique_rankings
 
     files = unique_rankings(sources.rankings)
@@ -78,18 +82,18 @@ def _ram_heatmaps(sources: Sources, out: Path, written: list[Path]) -> None:
     for f in files:
         for task in f.ranking.task_names:
             fig, axes = _figure(size=(6.0, 4.5))
-            ax = axes[0][0]
-            image = ax.imshow(f.ranking.matrix(task), aspect="auto", cmap="viridis")
-            _integer_ticks(ax.xaxis, ax.yaxis)
-            ax.set_xlabel("head")
-            ax.set_ylabel("layer")
-            ax.set_title(f"RAM — {names[f.model]} — {task}", fontsize=9)
-            fig.colorbar(image, ax=ax, label="mean RAM")
+            title = f"RAM — {names[f.model]} — {task}"
+            draw_heatmap(axes[0][0], f.ranking.matrix(task), title=title, label="mean RAM")
             parts = ("ram", names[f.model], _suffix(f.config, differing), task)
-            _save(fig, out, parts, written)
+            built.append((file_stem(*parts), fig))
 
 
 def _ablation_groups(sources: Sources) -> list[dict[str, Any]]:
+    """Per (model, settings, task): curves ``label → [(k, value, error)]`` and the baseline.
+
+    The error is the sd over draws for a random-k line, else the per-sample stderr (None
+    when the results hold none); ``base_err`` is the baseline's stderr.
+    """
     from leaderboards.cells import (
         build_lines,
         collect_cells,
@@ -104,7 +108,7 @@ def _ablation_groups(sources: Sources) -> list[dict[str, Any]]:
     groups: dict[tuple, dict[str, Any]] = {}
     for line in build_lines(cells):
         c = line.first
-        g = groups.setdefault(c.group, {"cell": c, "curves": {}, "base": None})
+        g = groups.setdefault(c.group, {"cell": c, "curves": {}, "base": None, "base_err": None})
         metric = primary_metric(c)
         stats = line_stats(line, metric) if metric else None
         if not stats or stats["value"] is None:
@@ -112,42 +116,70 @@ def _ablation_groups(sources: Sources) -> list[dict[str, Any]]:
         g["metric"] = metric
         args = dict(c.spec.get("args") or {})
         if is_baseline(c.entry):
-            g["base"] = stats["value"]
+            g["base"], g["base_err"] = stats["value"], stats.get("stderr")
         elif c.spec.get("name") == "ablate" and "k" in args:
             rest = arg_text(args, paths, drop=("k", "select", "draw", "draws"))
             label = str(args.get("select", "top")) + (f" ({rest})" if rest else "")
-            label += ", mean ± sd over draws" if line.draws else ""
-            point = (float(args["k"]), stats["value"], stats.get("draw_sd") or 0.0)
-            g["curves"].setdefault(label, []).append(point)
+            label += ", mean ± sd over draws" if line.draws else ", ± stderr"
+            error = stats.get("draw_sd") if line.draws else stats.get("stderr")
+            g["curves"].setdefault(label, []).append((float(args["k"]), stats["value"], error))
     return [g for g in groups.values() if g["curves"]]
 
 
-def _ablation_curves(sources: Sources, out: Path, written: list[Path]) -> None:
+def _k_axis(ax: Any, ks: Sequence[float]) -> None:
+    """Ticks at exactly the k values run; a margin that keeps a single k in the middle."""
+    ks = sorted(set(ks))
+    lo, hi = ks[0], ks[-1]
+    pad = (hi - lo) * 0.1 if hi > lo else (abs(lo) * 0.5 or 0.5)
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_xticks(ks, labels=[f"{k:g}" for k in ks])
+    ax.minorticks_off()
+
+
+def _ablation_curves(sources: Sources, built: Built) -> None:
+    from matplotlib.transforms import ScaledTranslation
+
+    from harness.probes.plots import legend_below
+
     groups = _ablation_groups(sources)
     names = model_names((r.model, r.results.model) for r in sources.runs)
     differing, _ = split_settings(g["cell"].run.config for g in groups)
     for g in groups:
         c = g["cell"]
-        fig, axes = _figure()
+        fig, axes = _figure(size=(6.0, 4.6))
         ax = axes[0][0]
-        for label, points in sorted(g["curves"].items()):
+        curves = sorted(g["curves"].items())
+        for i, (label, points) in enumerate(curves):
             xs, ys, errs = zip(*sorted(points))
-            yerr = errs if any(errs) else None
-            ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, label=label)
+            yerr = [math.nan if e is None else e for e in errs]
+            # Side by side by a few points, so error bars at one k do not hide each other.
+            shift = ScaledTranslation((i - (len(curves) - 1) / 2) * 0.05, 0, fig.dpi_scale_trans)
+            ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, label=label, zorder=2,
+                        transform=ax.transData + shift)  # fmt: skip
         if g["base"] is not None:
-            ax.axhline(g["base"], color="grey", linestyle="--", label="none")
+            err = g["base_err"]
+            label = "none (no ablation)" + (", ± stderr" if err else "")
+            ax.axhline(g["base"], color="black", linestyle="--", linewidth=1.3, zorder=4,
+                       label=label)  # fmt: skip
+            if err:
+                ax.axhspan(g["base"] - err, g["base"] + err, color="black", alpha=0.08,
+                           linewidth=0, zorder=1)  # fmt: skip
+        _k_axis(ax, [p[0] for _, points in curves for p in points])
         ax.set_xlabel("k (heads ablated: count or fraction)")
         ax.set_ylabel(g["metric"])
         ax.set_title(f"Ablation — {names[c.run.model]} — {c.entry.task}", fontsize=9)
-        ax.legend(fontsize=7)
+        legend_below(fig, [ax])
         task = c.entry.task
         same_task = [g2["cell"].task_config for g2 in groups if g2["cell"].entry.task == task]
         suffix = _suffix(c.run.config, differing)
         task_suffix = _suffix(c.task_config, split_settings(same_task)[0])
-        _save(fig, out, ("ablation", names[c.run.model], suffix, task_suffix, task), written)
+        parts = ("ablation", names[c.run.model], suffix, task_suffix, task)
+        built.append((file_stem(*parts), fig))
 
 
-def _speedup_curves(sources: Sources, out: Path, written: list[Path]) -> None:
+def _speedup_curves(sources: Sources, built: Built) -> None:
+    from harness.probes.plots import legend_below
+
     items = [(f, i) for f in sources.bench_hybrid for i in range(len(f.rows))]
     names = unique_names((f.models[i], f.display(i)) for f, i in items if f.models[i])
     differing, _ = split_settings(f.configs[i] for f, i in items)
@@ -161,7 +193,7 @@ def _speedup_curves(sources: Sources, out: Path, written: list[Path]) -> None:
         who = names.get(model) or f0.geometry(i0) or "bench"
         shown = names.get(model) or f"geometry {who}"
         windows = {f.rows[i]["window"] for f, i in members}
-        fig, axes = _figure()
+        fig, axes = _figure(size=(6.0, 4.6))
         ax = axes[0][0]
         lines: dict[tuple, list] = {}
         for f, i in members:
@@ -188,54 +220,71 @@ def _speedup_curves(sources: Sources, out: Path, written: list[Path]) -> None:
             title += f" — W={next(iter(windows))}"
         ax.set_title(title, fontsize=9)
         ax.axhline(1.0, color="grey", linewidth=0.8)
-        ax.legend(fontsize=7)
+        legend_below(fig, [ax])
         parts = ("speedup", who, str(scope or ""), _suffix(config, differing))
-        _save(fig, out, parts, written)
+        built.append((file_stem(*parts), fig))
 
 
-def _diagnostic_curves(sources: Sources, out: Path, written: list[Path]) -> None:
+def _diagnostic_curves(sources: Sources, built: Built) -> None:
+    from harness.probes.plots import draw_layer_lines
     from leaderboards.diagnostics import MODULES, unique_diagnostics
 
     files = unique_diagnostics(sources.diagnostics)
     names = model_names((d.model, d.display or d.model) for d in files)
     differing, _ = split_settings(d.config for d in files)
     for d in files:
-        fig, axes = _figure(1, 2, size=(9.0, 3.6))
-        for ax, metric in zip(axes[0], ("RID", "MixIG")):
+        fig, axes = _figure(1, 2, size=(9.0, 4.0))
+        series = {}
+        for metric in ("RID", "MixIG"):
+            per_module = {}
             for module in MODULES:
-                pts = [(r["layer"], r[metric]) for r in d.layers if r["module"] == module]
-                if pts:
-                    xs, ys = zip(*pts)
-                    ax.plot(xs, ys, marker="o", label=module)
-            _integer_ticks(ax.xaxis)
-            ax.set_xlabel("layer")
-            ax.set_ylabel(metric)
-            ax.legend(fontsize=7)
+                rows = sorted((r["layer"], r[metric]) for r in d.layers if r["module"] == module)
+                if rows:
+                    per_module[module] = dict(rows)
+            series[metric] = per_module
+        draw_layer_lines(fig, axes[0], series)
         fig.suptitle(f"{names[d.model]} — variant {d.variant}", fontsize=9)
         parts = ("diagnostics", names[d.model], _suffix(d.config, differing), d.variant)
-        _save(fig, out, parts, written)
+        built.append((file_stem(*parts), fig))
 
 
-def write_figures(sources: Sources, out_dir: str | Path) -> list[Path]:
-    """Write every figure the inputs allow into ``out_dir``; returns the files written.
+def build_figures(sources: Sources) -> list[tuple[str, Any]]:
+    """Every figure the inputs allow, as ``(file stem, matplotlib Figure)`` pairs.
 
     Raises:
         PlotUnavailableError: matplotlib is not installed (message holds the install hint).
     """
     if not matplotlib_available():
         raise PlotUnavailableError(PLOT_HINT)
+    built: Built = []
+    if sources.rankings:
+        _ram_heatmaps(sources, built)
+        from leaderboards.profiles import sparsity_figure
+
+        sparsity = sparsity_figure(sources.rankings)
+        if sparsity is not None:
+            built.append((file_stem("sparsity"), sparsity))
+    if sources.runs:
+        _ablation_curves(sources, built)
+    if sources.bench_hybrid:
+        _speedup_curves(sources, built)
+    if sources.diagnostics:
+        _diagnostic_curves(sources, built)
+    return built
+
+
+def write_figures(sources: Sources, out_dir: str | Path) -> list[Path]:
+    """Write every figure the inputs allow into ``out_dir`` as PNG + PDF; returns the files.
+
+    Raises:
+        PlotUnavailableError: matplotlib is not installed (message holds the install hint).
+    """
+    from harness.probes.plots import save_figure
+
+    built = build_figures(sources)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    if sources.rankings:
-        _ram_heatmaps(sources, out, written)
-        from leaderboards.profiles import sparsity_figure
-
-        sparsity_figure(sources.rankings, out, written)
-    if sources.runs:
-        _ablation_curves(sources, out, written)
-    if sources.bench_hybrid:
-        _speedup_curves(sources, out, written)
-    if sources.diagnostics:
-        _diagnostic_curves(sources, out, written)
+    for stem, fig in built:
+        written += save_figure(fig, out / f"{stem}.png")
     return written

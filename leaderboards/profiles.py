@@ -17,11 +17,10 @@ seed and α, ``--n-boot`` replicates), the same function ``headscope rank`` writ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from leaderboards.formatting import Column, Table
-from leaderboards.labels import MODEL_COLUMNS, file_stem, model_cells
+from leaderboards.labels import MODEL_COLUMNS, model_cells
 from leaderboards.settings import settings_note, settings_row, split_settings
 from leaderboards.sources import RankingFile
 
@@ -113,21 +112,26 @@ def sparsity_tables(files: Sequence[RankingFile], n_boot: int = 1000) -> list[Ta
     return [headline, detail]
 
 
-def sparsity_figure(files: Sequence[RankingFile], out: Path, written: list[Path]) -> None:
-    """Write ``sparsity.png``: sorted RAM shares and cumulative mass per model and task."""
-    import numpy as np
-    from matplotlib.figure import Figure
+def sparsity_figure(files: Sequence[RankingFile]) -> Any:
+    """The ``sparsity`` figure: sorted RAM shares and cumulative mass per model and task.
 
+    Returns:
+        A matplotlib Figure, or None without rankings (written by
+        :func:`leaderboards.figures.write_figures` as PNG + PDF).
+    """
+    import numpy as np
+
+    from harness.probes.plots import legend_below, new_figure
     from harness.probes.profile import cumulative_mass
     from leaderboards.spearman import ranking_model_names, unique_rankings
 
     files = unique_rankings(files)
     if not files:
-        return
+        return None
     differing, _ = split_settings(f.config for f in files)
     names = ranking_model_names(files)
-    fig = Figure(figsize=(10.0, 4.2), layout="constrained")
-    left, right = fig.subplots(1, 2)
+    fig, axes = new_figure(1, 2, size=(10.0, 4.8))
+    left, right = axes[0]
     models = sorted({f.model for f in files})
     tasks = sorted({t for f in files for t in f.ranking.task_names})
     styles = ("-", "--", ":", "-.")
@@ -151,9 +155,6 @@ def sparsity_figure(files: Sequence[RankingFile], out: Path, written: list[Path]
         ax.set_xlabel("heads sorted by RAM, largest first (fraction of all heads)")
     for level in (0.5, 0.8, 0.9):
         right.axhline(level, color="grey", linewidth=0.6, linestyle=":")
-    right.legend(fontsize=7)
+    legend_below(fig, [right])
     fig.suptitle("Head-sparsity profile: RAM over heads, per model and task", fontsize=10)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{file_stem('sparsity')}.png"
-    fig.savefig(path, dpi=110)
-    written.append(path)
+    return fig

@@ -4,7 +4,8 @@ Files (layout of :mod:`leaderboards.diagnostics`, one file per formula variant, 
 schema holds a single ``variant``): ``OUT/diagnostics_paper.json`` and
 ``OUT/diagnostics_code.json``. Besides the schema's keys each holds ``key_region`` (same in
 both; see :func:`key_region_summary`), ``baselines.<name>.per_layer`` and
-``baselines.<name>.layers``, and ``erope_method``. Figures: ``OUT/plots/diagnostics_<variant>.png``.
+``baselines.<name>.layers``, and ``erope_method``. Figures:
+``OUT/plots/diagnostics_<variant>.png`` (and ``.pdf``).
 """
 
 from __future__ import annotations
@@ -234,7 +235,8 @@ def _plots(docs: dict[str, dict[str, Any]], out: Path) -> list[Path]:
         if doc["erope_floor"] is not None:
             levels["RID"]["ε_RoPE"] = doc["erope_floor"]
         path = out / "plots" / f"diagnostics_{variant}.png"
-        files.append(layer_lines(series, f"module diagnostics ({variant})", path, levels))
+        png = layer_lines(series, f"module diagnostics ({variant})", path, levels)
+        files += [png, png.with_suffix(".pdf")]
     return files
 
 

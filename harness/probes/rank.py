@@ -16,7 +16,7 @@ with their reason. Any other error stops the run.
 Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.schema.ranking` format),
 ``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`),
 ``OUT/profile.json`` (head-sparsity profile per task, :mod:`harness.probes.profile`) and
-``OUT/heatmaps/<task>.png`` when matplotlib is installed.
+``OUT/heatmaps/<task>.png`` (and ``.pdf``) when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _heatmaps(ranking: Ranking, out: Path) -> list[Path]:
         label = name or "combined"
         path = out / "heatmaps" / f"{label}.png"
         heatmap(ranking.matrix(name), f"RAM — {label}", path)
-        files.append(path)
+        files += [path, path.with_suffix(".pdf")]
     return files
 
 

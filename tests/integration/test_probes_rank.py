@@ -120,6 +120,7 @@ def test_rank_writes_and_reloads(tmp_path):
     pytest.importorskip("matplotlib")
     for name in ("refcocog_mini", "mmdocir_mini", "combined"):
         assert (tmp_path / "heatmaps" / f"{name}.png").stat().st_size > 0
+        assert (tmp_path / "heatmaps" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_evidence_errors_are_counted_and_skipped(monkeypatch):

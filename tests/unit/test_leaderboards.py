@@ -144,7 +144,11 @@ def test_cli_end_to_end_all_formats_and_figures(tmp_path, capsys):
     assert "ablation__llava_tiny-llava__attn_implementation=sdpa__refcocog_toy.png" in figures
     for name in figures:
         assert len(name) <= 100 and all(ch.isalnum() or ch in "._=-" for ch in name), name
-        assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        magic = b"\x89PNG\r\n\x1a\n" if name.endswith(".png") else b"%PDF-"
+        assert (out / "figures" / name).read_bytes()[: len(magic)] == magic
+    assert sorted(f[:-4] for f in figures if f.endswith(".pdf")) == sorted(
+        f[:-4] for f in figures if f.endswith(".png")
+    )
 
 
 def test_cli_without_matplotlib_writes_tables_and_hints(tmp_path, capsys, monkeypatch):

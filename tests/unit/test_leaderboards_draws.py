@@ -221,7 +221,8 @@ def test_bench_measurements_never_split_groups(tmp_path):
     out = tmp_path / "board"
     assert harness_cli.main(["leaderboard", str(tmp_path), "--output", str(out), "--quiet"]) == 0
     assert sorted(p.name for p in (out / "figures").iterdir()) == [
-        "speedup__default__attention.png"
+        "speedup__default__attention.pdf",
+        "speedup__default__attention.png",
     ]
 
 
