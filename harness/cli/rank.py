@@ -8,7 +8,8 @@ Example::
 (one command line)
 
 writes ``out/rank/ranking.json`` (read by ``ablate`` / ``hybrid`` via ``ranking=...``),
-``out/rank/spearman.json`` and ``out/rank/heatmaps/*.png`` (+ ``.pdf``). Light at import: argparse only.
+``out/rank/spearman.json`` and ``out/rank/heatmaps/*.png`` (+ ``.pdf``). Light at import:
+argparse only.
 """
 
 from __future__ import annotations
