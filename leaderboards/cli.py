@@ -3,9 +3,9 @@
 Loads every headscope output under the given paths (see :mod:`leaderboards.sources`), builds
 the tables the inputs allow, prints their terminal form, and with ``--output`` writes each
 table as ``DIR/<table>.<ext>`` per format (plus ``DIR/leaderboard.md`` joining the headline
-tables when Markdown is written) and the figures as ``DIR/figures/*.png`` when matplotlib is
-installed. Detail tables (``accuracy_draws``: every random draw) are written to their own
-files only, never printed nor joined into ``leaderboard.md``.
+tables when Markdown is written) and the figures as ``DIR/figures/*.png`` and ``*.pdf``
+when matplotlib is installed. Detail tables (``accuracy_draws``: every random draw) are
+written to their own files only, never printed nor joined into ``leaderboard.md``.
 """
 
 from __future__ import annotations
