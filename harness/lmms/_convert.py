@@ -6,9 +6,10 @@ handling, the timed prefill and the log-likelihood can be tested without lmms-ev
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "json_arg",
     "intervention_spec",
     "to_request",
+    "processor_frame_sampler",
     "budget_of",
     "cut_at_stops",
     "cuda_devices",
@@ -72,17 +74,33 @@ def _as_image(visual: Any) -> Any:
     raise TypeError(f"unsupported visual of type {type(visual).__name__} (images and videos only)")
 
 
+def processor_frame_sampler(adapter: Any, num_frames: int) -> Callable[..., Any] | None:
+    """The adapter's HF video processor's ``sample_frames`` with ``num_frames`` bound, or None."""
+    video_processor = getattr(getattr(adapter, "processor", None), "video_processor", None)
+    sample = getattr(video_processor, "sample_frames", None)
+    return functools.partial(sample, num_frames=num_frames) if callable(sample) else None
+
+
 def to_request(
-    context: str, visuals: Sequence[Any], max_new_tokens: int, video_frames: int
+    context: str,
+    visuals: Sequence[Any],
+    max_new_tokens: int,
+    video_frames: int,
+    frame_indices: Callable[..., Any] | None = None,
 ) -> Request:
     """A headscope :class:`Request` from an lmms-eval context and its visuals.
+
+    lmms-eval hands the model a video file, so its frames are the ones the model's own HF
+    processor would pick (:func:`harness.media.video.sample_frames_for_processor`).
 
     Args:
         context: The task's prompt text (becomes the instruction, after the media).
         visuals: What the task's ``doc_to_visual`` returned: PIL images, image paths, or one
-            video path (sampled uniformly into ``video_frames`` frames).
+            video path.
         max_new_tokens: Generation budget.
         video_frames: Frames sampled from a video file.
+        frame_indices: The processor's sampling function (:func:`processor_frame_sampler`);
+            None: transformers' default rule, ``i · total // video_frames``.
     """
     flat: list[Any] = []
     for v in visuals or ():
@@ -93,9 +111,11 @@ def to_request(
     if videos:
         if len(videos) != 1 or len(flat) != 1:
             raise ValueError("a request may carry one video and nothing else")
-        from harness.media.video import sample_frames
+        from harness.media.video import sample_frames_for_processor
 
-        clip = sample_frames(videos[0], video_frames)
+        clip = sample_frames_for_processor(
+            videos[0], num_frames=video_frames, sample_indices_fn=frame_indices
+        )
         return Request(text=context, video=clip, max_new_tokens=max_new_tokens)
     images = tuple(_as_image(v) for v in flat)
     return Request(text=context, images=images, max_new_tokens=max_new_tokens)

@@ -36,6 +36,7 @@ from harness.lmms._convert import (
     cut_at_stops,
     intervention_spec,
     json_arg,
+    processor_frame_sampler,
     timed_prefill,
     to_request,
 )
@@ -63,7 +64,7 @@ class HeadscopeLMM(lmms):
         batch_size: Requests per ``generate`` call.
         max_new_tokens: Budget when the task's generation kwargs set none.
         measure_prefill: Time a separate prefill forward for every sample.
-        video_frames: Frames sampled uniformly from a video file.
+        video_frames: Frames sampled from a video file, as the model's HF processor does.
         max_batch_size: Accepted for lmms-eval compatibility; unused.
 
     Raises:
@@ -127,6 +128,7 @@ class HeadscopeLMM(lmms):
         self.max_new_tokens = int(max_new_tokens)
         self.measure_prefill = bool(measure_prefill)
         self.video_frames = int(video_frames)
+        self._frame_indices = processor_frame_sampler(self.adapter, self.video_frames)
         self.timings: list[dict[str, Any]] = []
         """Per-sample records: task, doc_id, prefill_ms, total_ms, input/output tokens."""
         self.intervention_resolved: dict[str, Any] = {}
@@ -173,7 +175,7 @@ class HeadscopeLMM(lmms):
                 doc = self.task_dict[task][split][doc_id]
                 continuation = target if isinstance(target, str) else target(doc)
                 visuals = doc_to_visual(doc) if doc_to_visual else []
-                request = to_request(context, visuals, 1, self.video_frames)
+                request = to_request(context, visuals, 1, self.video_frames, self._frame_indices)
                 out.append(continuation_logprob(self.adapter, request, continuation))
         return out
 
@@ -193,7 +195,9 @@ class HeadscopeLMM(lmms):
             doc = self.task_dict[task][split][doc_id]
             visuals = doc_to_visual(doc) if doc_to_visual else []
             budget = budget_of(gen_kwargs, self.max_new_tokens)
-            requests.append(to_request(context, visuals, budget, self.video_frames))
+            requests.append(
+                to_request(context, visuals, budget, self.video_frames, self._frame_indices)
+            )
             stops.append(gen_kwargs.get("until"))
             where.append((task, doc_id))
         prefill = [self._prefill_ms(r) for r in requests]

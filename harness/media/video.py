@@ -14,12 +14,22 @@ than ``seek_gap`` frames ahead, and otherwise decodes straight on; ``seek_gap=No
 reference path that decodes every frame from the start. Both give identical frames (tested).
 Frame indices come from presentation timestamps: ``round((pts − start_time) · time_base · fps)``.
 
+Where the frames must be the ones a model's own Hugging Face processor would pick (the lmms-eval
+plugin: lmms-eval hands the model a video file), :func:`sample_frames_for_processor` uses
+``transformers.video_utils.load_video`` with its pyav backend and the processor's sampling
+function. The tasks keep :func:`sample_frames`, because transformers' reader cannot do what
+they need (measured in ``scripts/bench_video.py``): it samples whole files only (VidSTG
+samples a segment), decodes every frame from the start up to the last wanted one instead of
+seeking (slow on long Video-MME / MLVU videos), reads the frame count from the stream header
+(0 in Matroska / WebM files, which then fail), and counts frames in decode order rather than
+by timestamp. On files both read, the same indices give pixel-identical frames.
+
 PyAV is an optional dependency: ``pip install 'headscope[video]'``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +38,7 @@ from harness.api.task import SampleError
 
 __all__ = [
     "sample_frames",
+    "sample_frames_for_processor",
     "uniform_indices",
     "frame_positions_in_span",
     "VideoFinder",
@@ -203,6 +214,63 @@ def sample_frames(
         frames=tuple(got[i] for i in indices),
         frame_indices=indices,
         fps=fps or None,
+        path=str(path),
+    )
+
+
+def sample_frames_for_processor(
+    path: str | Path,
+    *,
+    num_frames: int | None = None,
+    sample_indices_fn: Callable[..., Any] | None = None,
+) -> Video:
+    """Frames picked as a model's Hugging Face video processor picks them.
+
+    Decodes with ``transformers.video_utils.load_video(backend="pyav")``. The indices come from
+    ``sample_indices_fn(metadata=VideoMetadata)`` — a processor's ``sample_frames`` with its
+    arguments bound, e.g. ``partial(processor.video_processor.sample_frames, num_frames=8)``
+    — or, without one, from ``default_sample_indices_fn`` (what ``BaseVideoProcessor``
+    does: ``i · total // num_frames``).
+
+    Args:
+        path: Video file.
+        num_frames: Frames wanted when no ``sample_indices_fn`` is given.
+        sample_indices_fn: The processor's sampling function.
+
+    Returns:
+        The frames (PIL RGB, each source frame once), their source indices, fps and path.
+
+    Raises:
+        SampleError: the file is missing or cannot be read or sampled (the message names it).
+        ImportError: PyAV is not installed (with the install hint).
+    """
+    _av()
+    import numpy as np
+    from PIL import Image
+    from transformers.video_utils import load_video
+
+    path = Path(path)
+    if not path.is_file():
+        raise SampleError(f"video file not found: {str(path)!r}")
+    if sample_indices_fn is None and num_frames is None:
+        raise ValueError("give num_frames or sample_indices_fn")
+    try:
+        arrays, meta = load_video(
+            str(path), num_frames=num_frames, backend="pyav", sample_indices_fn=sample_indices_fn
+        )
+    except Exception as exc:  # noqa: BLE001 - transformers and PyAV raise many error types
+        raise SampleError(
+            f"cannot sample video {str(path)!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    indices = tuple(sorted({int(i) for i in np.asarray(meta.frames_indices).reshape(-1)}))
+    if len(arrays) != len(indices):  # the reader stopped early: fewer frames than the header says
+        raise SampleError(
+            f"video {str(path)!r}: {len(arrays)} frames decoded for {len(indices)} indices"
+        )
+    return Video(
+        frames=tuple(Image.fromarray(np.asarray(a)) for a in arrays),
+        frame_indices=indices,
+        fps=meta.fps or None,
         path=str(path),
     )
 

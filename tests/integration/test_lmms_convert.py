@@ -99,10 +99,34 @@ def test_to_request_samples_a_video_file(tmp_path):
     path = write_video(tmp_path / "clip.mp4", [_frame(i) for i in range(12)])
     request = to_request("What happens?", [str(path)], 4, video_frames=3)
     assert request.images == ()
-    assert request.video.frame_indices == (2, 6, 10)  # centres of three equal segments
-    assert [frame_code(f) for f in request.video.frames] == [2, 6, 10]
+    # As an HF processor samples by default (transformers.video_utils.default_sample_indices_fn,
+    # i * total // n), not the tasks' segment centres (2, 6, 10).
+    assert request.video.frame_indices == (0, 4, 8)
+    assert [frame_code(f) for f in request.video.frames] == [0, 4, 8]
     with pytest.raises(ValueError, match="one video"):
         to_request("Q?", [str(path), IMAGE], 4, video_frames=3)
+
+
+def test_to_request_uses_the_processors_own_sampling(tmp_path):
+    pytest.importorskip("av")
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from harness.lmms._convert import processor_frame_sampler
+    from tests.fixtures.make_video_fixtures import _frame, frame_code, write_video
+
+    class LastFrames:  # a video processor whose rule is nothing like the default
+        def sample_frames(self, metadata, num_frames=None, **kwargs):
+            return np.arange(metadata.total_num_frames - num_frames, metadata.total_num_frames)
+
+    path = write_video(tmp_path / "clip.mp4", [_frame(i) for i in range(12)])
+    adapter = SimpleNamespace(processor=SimpleNamespace(video_processor=LastFrames()))
+    sampler = processor_frame_sampler(adapter, 3)
+    request = to_request("Q?", [str(path)], 4, video_frames=3, frame_indices=sampler)
+    assert request.video.frame_indices == (9, 10, 11)
+    assert [frame_code(f) for f in request.video.frames] == [9, 10, 11]
+    assert processor_frame_sampler(SimpleNamespace(processor=object()), 3) is None
 
 
 def _reference_logprob(adapter, request, continuation):

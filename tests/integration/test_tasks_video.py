@@ -11,7 +11,7 @@ import pytest
 from harness.api.payloads import Box, EvidenceError
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import SampleError, TaskLoadError, build_task
-from harness.media.video import sample_frames
+from harness.media.video import sample_frames, sample_frames_for_processor
 from harness.run.evaluator import BadDataError, run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.fixtures import make_video_fixtures as fx
@@ -268,3 +268,37 @@ def test_container_without_frame_count_mkv(tmp_path, gap):
     video = sample_frames(path, 5, seek_gap=gap)
     assert video.frame_indices == (2, 6, 10, 14, 18)
     assert [fx.frame_code(f) for f in video.frames] == [2, 6, 10, 14, 18]
+
+
+def test_processor_path_matches_transformers_rule_and_own_decoder(tmp_path):
+    from transformers.video_utils import VideoMetadata, default_sample_indices_fn
+
+    path = fx.write_video(tmp_path / "long.mp4", [fx._frame(i) for i in range(100)], gop=8)
+    clip = sample_frames_for_processor(path, num_frames=7)
+    want = default_sample_indices_fn(VideoMetadata(total_num_frames=100), num_frames=7)
+    assert clip.frame_indices == tuple(int(i) for i in want) == (0, 14, 28, 42, 57, 71, 85)
+    assert [fx.frame_code(f) for f in clip.frames] == list(clip.frame_indices)
+    assert clip.fps == 10.0 and clip.path == str(path)
+    # Same pixels as headscope's own decoder at the same indices (seeking path).
+    own = sample_frames(path, 100)
+    for index, frame in zip(clip.frame_indices, clip.frames):
+        assert list(frame.getdata()) == list(own.frames[index].getdata())
+
+
+def test_processor_path_refuses_what_it_cannot_read(tmp_path):
+    import av
+
+    with pytest.raises(SampleError, match="not found"):
+        sample_frames_for_processor(tmp_path / "nope.mp4", num_frames=4)
+    mkv = tmp_path / "clip.mkv"  # Matroska: no frame count in the stream header
+    with av.open(str(mkv), mode="w", format="matroska") as container:
+        stream = container.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = fx.W, fx.H, "yuv420p"
+        for i in range(20):
+            for packet in stream.encode(av.VideoFrame.from_image(fx._frame(i))):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    with pytest.raises(SampleError, match="clip.mkv"):
+        sample_frames_for_processor(mkv, num_frames=4)
+    assert sample_frames(mkv, 4).frame_indices == (2, 7, 12, 17)  # the tasks' reader copes
