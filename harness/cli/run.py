@@ -147,7 +147,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=str.upper,
         choices=VERBOSITY,
         default="INFO",
-        help="log level of the 'headscope' logger (default INFO)",
+        help="log level of the 'headscope' logger (default INFO); progress: bars on a "
+        "terminal, else one line per finished (task, intervention) cell; WARNING and above "
+        "show none",
     )
     plug = p.add_argument_group("plugins")
     plug.add_argument(

@@ -117,3 +117,30 @@ def test_evaluator_prints_one_line_per_cell_when_not_a_tty(tmp_path, capsys, lev
     level("WARNING")
     run_grid(spec, ScriptedAdapter(correct_on_even))  # resumed: nothing new, nothing printed
     assert capsys.readouterr().err == ""
+
+
+@pytest.fixture
+def mock_model(monkeypatch):
+    import harness.api.model as base
+    from harness.api.registry import MODEL_FAMILIES
+
+    MODEL_FAMILIES.discover()
+    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
+    monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(correct_on_even))
+
+
+@pytest.mark.parametrize("verbosity, lines", [(None, 1), ("info", 1), ("WARNING", 0), ("error", 0)])
+def test_verbosity_flag_of_run(tmp_path, mock_model, capsys, level, verbosity, lines):
+    from harness.cli import main as cli
+
+    level(logging.NOTSET)  # restored by the fixture after the CLI set it
+    argv = ["run", "--tasks", "test_echo", "--limit", "3", "--interventions", "none"]
+    argv += ["--output", str(tmp_path / "o")] + (["--verbosity", verbosity] if verbosity else [])
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if LINE.fullmatch(ln)] == [
+        ln for ln in err.splitlines() if ln.startswith("[headscope]")
+    ]
+    assert (
+        sum(ln.startswith("[headscope] test_echo × none: 3/3") for ln in err.splitlines()) == lines
+    )
