@@ -307,7 +307,7 @@ def main_job(args: argparse.Namespace) -> int:
     """The full protocol on the model and tasks of the flags (toy + mini tasks by default)."""
     from harness.api.specs import check_task_args
     from harness.cli._args import parse_mapping
-    from harness.run.main_job import ProtocolConfig, mini_tasks, run_protocol
+    from harness.run.main_job import ProtocolConfig, mini_tasks, real_model_defaults, run_protocol
 
     if args.predict_only:
         raise _spec_error(
@@ -315,7 +315,8 @@ def main_job(args: argparse.Namespace) -> int:
             "the main job scores every cell"
         )
     model_spec = model_from_args(args)
-    kwargs: dict[str, Any] = {}
+    # A real checkpoint: hybrid window scaled to its tasks' lengths, bench at its own geometry.
+    kwargs: dict[str, Any] = real_model_defaults() if model_spec.name != "toy" else {}
     if args.tasks:
         names = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
         if len(set(names)) != len(names):

@@ -6,6 +6,8 @@ run's stage timings and resolved intervention details.
 """
 
 import json
+import math
+import statistics
 from dataclasses import dataclass
 
 import pytest
@@ -80,3 +82,56 @@ def test_sample_files_do_not_name_the_output_directory(toy_job):
         assert str(out) not in entry["samples_file"]
         assert out.name not in entry["samples_file"]
         assert (out / "accuracy" / entry["samples_file"]).is_file()
+
+
+@pytest.fixture(scope="module")
+def tiny_llava_job(tmp_path_factory):
+    """The CLI main job on a real family (LLaVA, tiny random weights, bfloat16) from a directory."""
+    from harness.testing.tiny import build_tiny_model
+    from harness.testing.tiny_processors import tiny_llava_processor
+
+    ckpt = tmp_path_factory.mktemp("tinyllava")
+    build_tiny_model("llava", num_layers=2, num_heads=4).save_pretrained(ckpt)
+    tiny_llava_processor().save_pretrained(ckpt)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(main_job, "ProtocolConfig", SmallConfig)
+    out = tmp_path_factory.mktemp("job") / "out"
+    argv = ["run", "--model", "llava", "--model_args", f"pretrained={ckpt},dtype=bfloat16",
+            "--tasks", "refcocog_mini,pope_mini", "--limit", "2", "--output", str(out)]  # fmt: skip
+    try:
+        assert cli.main(argv) == 0
+    finally:
+        mp.undo()
+    return out
+
+
+def test_real_model_bench_times_its_own_geometry_device_and_dtype(tiny_llava_job):
+    out = tiny_llava_job
+    rows = json.loads((out / "bench_hybrid.json").read_text())["rows"]
+    lengths = json.loads((out / "sequence_lengths.json").read_text())
+    assert rows and {r["geometry"] for r in rows} == {"model"}
+    g = json.loads((out / "accuracy" / "results.json").read_text())["model"]["geometry"]
+    dims = {"hidden": g["hidden_size"], "heads": g["num_heads"], "kv_heads": g["num_kv_heads"],
+            "head_dim": g["head_dim"]}  # fmt: skip
+    assert dims["heads"] == 4  # the tiny model's own, not a preset's (default: 16 heads)
+    for row in rows:
+        assert {k: row["dims"][k] for k in dims} == dims
+        assert (row["device"], row["dtype"]) == ("cpu", "bfloat16")
+    medians = sorted({int(v["median"]) for v in lengths.values()})
+    assert sorted({r["length"] for r in rows}) == medians
+
+
+def test_real_model_hybrid_window_scales_with_the_tasks_lengths(tiny_llava_job):
+    out = tiny_llava_job
+    lengths = json.loads((out / "sequence_lengths.json").read_text())
+    assert set(lengths) == {"refcocog_mini", "pope_mini"}
+    assert all(v["n"] == 2 and v["min"] <= v["median"] <= v["max"] for v in lengths.values())
+    typical = statistics.median(v["median"] for v in lengths.values())
+    summary = json.loads((out / "summary.json").read_text())
+    record = summary["hybrid_window"]
+    assert record["window"] == math.ceil(0.25 * typical) and record["fraction"] == 0.25
+    assert record["lengths"] == lengths
+    results = json.loads((out / "accuracy" / "results.json").read_text())
+    windows = {e["intervention_spec"]["args"]["window"] for e in results["entries"]
+               if e["intervention_spec"]["name"] == "hybrid"}  # fmt: skip
+    assert windows == {record["window"]}
