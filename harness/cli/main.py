@@ -27,6 +27,7 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
         "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram'",
     ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
+    "rescore": ("harness.cli.rescore", "score a run's logged replies again under --scoring MODE"),
 }
 
 

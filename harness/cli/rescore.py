@@ -1,0 +1,154 @@
+"""``headscope rescore``: score a finished run's logged replies again, without the model.
+
+Example::
+
+    headscope rescore out/run --scoring lmms_eval
+
+reads ``out/run/results.json`` and every cell's sample log, rebuilds each task with its
+recorded arguments plus ``scoring=MODE``, loads its documents (the dataset, not the model),
+scores every logged reply again and writes ``out/run/results.scoring-lmms_eval.json`` beside
+the old file (the old one is never touched). Runs made with ``--predict-only`` (replies
+logged, nothing scored) are scored this way too. The new file records the mode in each
+entry's task settings and ``rescored_from`` in the run settings; leaderboards refuse to
+merge it with results of another mode.
+
+Boxes (grounded tasks) are parsed with the ``box_convention`` recorded in the model
+settings; ``pixels_resized`` needs the model's processor and is refused with a clear error.
+Light at import: argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_arguments", "run", "rescore"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the ``rescore`` flags."""
+    parser.add_argument("run_dir", metavar="DIR", help="run directory holding results.json")
+    parser.add_argument(
+        "--scoring",
+        required=True,
+        help="official, lmms_eval or lenient (see tasks/_scoring.py)",
+    )
+    parser.add_argument(
+        "--tasks", default=None, help="comma-separated tasks to rescore (default: all)"
+    )
+    parser.add_argument(
+        "--results", default="results.json", help="results file inside DIR (default: %(default)s)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Rescore and print where the new file went."""
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    path = rescore(args.run_dir, args.scoring, tasks=tasks, results_name=args.results)
+    print(f"wrote {path}")
+    return 0
+
+
+def _parse_box(model: dict[str, Any]) -> Any:
+    from harness.api.model import parse_box_text
+
+    convention = model.get("box_convention") or "normalized"
+
+    def parse(text: str, size: tuple[int, int]) -> Any:
+        if convention == "pixels_resized":
+            raise ValueError(
+                "rescore: boxes in 'pixels_resized' (Qwen2.5/3-VL) need the model's processor "
+                "to know the resized size; rescore the grounded tasks of this run with `run`"
+            )
+        return parse_box_text(text, size, convention)
+
+    return parse
+
+
+def rescore(
+    run_dir: str | Path,
+    scoring: str,
+    *,
+    tasks: list[str] | None = None,
+    results_name: str = "results.json",
+) -> Path:
+    """Score the logged replies of ``run_dir`` under ``scoring``; return the new file's path.
+
+    Raises:
+        FileNotFoundError: no results file or a cell's sample log is missing.
+        ValueError: an unknown mode, or a mode a task does not have (names the task).
+    """
+    from dataclasses import replace
+
+    from harness.api.payloads import Generation
+    from harness.api.task import ScoringContext, build_task
+    from harness.schema.results import MetricRecord, SampleLog, load_results, unique_rows
+    from tasks._scoring import check_scoring
+
+    check_scoring("rescore", scoring)
+    root = Path(run_dir)
+    source = root / results_name
+    if not source.is_file():
+        raise FileNotFoundError(f"rescore: no {results_name} in {str(root)!r}")
+    old = load_results(source)
+    seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
+    ctx = ScoringContext(parse_box=_parse_box(old.model), seed=seed)
+    unknown = sorted(set(tasks or ()) - {e.task for e in old.entries})
+    if unknown:
+        raise ValueError(f"rescore: task(s) {unknown} not in {source}")
+    built: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+    entries = []
+    for entry in old.entries:
+        if tasks is not None and entry.task not in tasks:
+            entries.append(entry)
+            continue
+        args = {**entry.task_args, "scoring": scoring}
+        key = (entry.task, repr(sorted(args.items())))
+        if key not in built:
+            task = build_task(entry.task, args)
+            docs = {d.doc_id: d for d in task.load(split=entry.split)}
+            built[key] = (task, docs)
+        task, docs = built[key]
+        log_path = root / entry.samples_file
+        if not entry.samples_file or not log_path.is_file():
+            raise FileNotFoundError(f"rescore: sample log {str(log_path)!r} not found")
+        scores, failures, missing = [], [], []
+        rows, _ = unique_rows(SampleLog(log_path).read())
+        for row in rows:
+            if "output" not in row:
+                continue  # skipped documents stay skipped
+            doc = docs.get(row["doc_id"])
+            if doc is None:
+                missing.append(row["doc_id"])
+                continue
+            try:
+                scores.append(task.score(doc, Generation(text=row["output"]), ctx))
+            except ValueError as exc:
+                if "pixels_resized" in str(exc):
+                    raise
+                failures.append({"doc_id": row["doc_id"], "error": f"{type(exc).__name__}: {exc}"})
+        if missing:
+            raise ValueError(
+                f"rescore: {len(missing)} logged document(s) of {entry.task} are not in the "
+                f"loaded data (first: {missing[0]!r}); point the task at the same data"
+            )
+        metrics = [
+            MetricRecord(m.name, None if m.value != m.value else float(m.value), m.stderr, m.n)
+            for m in task.aggregate(scores)
+        ]
+        entries.append(
+            replace(
+                entry,
+                task_args=args,
+                task_settings=task.settings(),
+                metrics=metrics,
+                n_samples=len(scores),
+                failures=failures,
+            )
+        )
+    settings = {**old.settings, "rescored_from": results_name}
+    new = replace(old, entries=entries, settings=settings)
+    out = root / f"{Path(results_name).stem}.scoring-{scoring}.json"
+    new.save(out)
+    return out
