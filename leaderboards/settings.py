@@ -27,11 +27,15 @@ __all__ = [
     "settings_note",
     "settings_row",
     "check_unique",
+    "check_scoring",
+    "UNRECORDED_SCORING",
 ]
 
 #: Model-dict keys that name the model (its identity) rather than a setting.
 IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
 _NOT_SETTINGS = (*IDENTITY_KEYS, "geometry")
+#: The scoring mode of results written before tasks recorded one.
+UNRECORDED_SCORING = "unrecorded"
 
 
 class MergeError(ValueError):
@@ -146,3 +150,29 @@ def check_unique(
             continue
         seen[k] = item
     return list(seen.values())
+
+
+def check_scoring(runs: Iterable[Any]) -> None:
+    """Refuse inputs that hold one task's numbers under different scoring modes.
+
+    The mode is ``task_settings["scoring"]`` of each entry (:mod:`tasks._scoring`); results
+    without one (written before modes existed, or tasks without modes) count as
+    :data:`UNRECORDED_SCORING`. Numbers of different modes are not comparable, so a table
+    never puts them side by side.
+
+    Raises:
+        MergeError: naming the task, the modes and a file of each.
+    """
+    found: dict[str, dict[str, str]] = {}
+    for run in runs:
+        for entry in run.results.entries:
+            mode = str((entry.task_settings or {}).get("scoring", UNRECORDED_SCORING))
+            found.setdefault(entry.task, {}).setdefault(mode, str(run.path))
+    for task, modes in sorted(found.items()):
+        if len(modes) > 1:
+            where = "; ".join(f"{m} in {p}" for m, p in sorted(modes.items()))
+            raise MergeError(
+                f"{task}: results scored under different modes ({where}); pass results of one "
+                "mode, or re-score with `headscope rescore DIR --scoring MODE` and pass the "
+                "results.scoring-MODE.json files"
+            )

@@ -5,6 +5,8 @@ several runs (searched recursively; ``samples/`` folders and hidden files are sk
 Every ``*.json`` found is recognised by its content:
 
 - ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.schema.results.RunResults`);
+- an lmms-eval ``*_results.json`` (``results`` + ``config`` + ``n-samples``) → a run converted
+  by :mod:`leaderboards.lmms_eval_source` (scoring ``lmms_eval``, source ``lmms-eval``);
 - ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.schema.ranking`);
 - ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file (:mod:`leaderboards.diagnostics`);
 - ``{"rows": [...]}`` from ``headscope bench hybrid --json`` (rows hold ``hybrid_ms``) or
@@ -16,6 +18,8 @@ Grouping: numbers are compared only under the same *settings*: everything record
 changing numbers (model adapter settings minus identity, ``RunResults.settings``, task
 settings / arguments / split, a ranking's or bench file's settings), flattened. Results
 under different settings are kept apart (differing keys become columns), never averaged.
+Results of one task scored under different modes are refused
+(:func:`leaderboards.settings.check_scoring`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboards.settings import MergeError, combine, flatten, model_label, model_settings
+from leaderboards.settings import (
+    MergeError,
+    check_scoring,
+    combine,
+    flatten,
+    model_label,
+    model_settings,
+)
 
 __all__ = ["Run", "RankingFile", "Sources", "load_sources", "classify"]
 
@@ -69,11 +80,15 @@ class Sources:
 
 
 def classify(doc: Any) -> str | None:
-    """``results``, ``ranking``, ``diagnostics``, ``bench_hybrid``, ``bench_ram`` or None."""
+    """``results``, ``lmms_eval``, ``ranking``, ``diagnostics``, ``bench_*`` or None."""
     if not isinstance(doc, dict) or doc.get("schema") == "headscope.leaderboard":
         return None  # our own output tables (a leaderboard folder inside a run folder)
     if doc.get("schema") == "headscope.results":
         return "results"
+    from leaderboards.lmms_eval_source import is_lmms_eval_results
+
+    if is_lmms_eval_results(doc):
+        return "lmms_eval"
     if doc.get("format") == "headscope.ranking":
         return "ranking"
     if doc.get("schema") == "headscope.diagnostics":
@@ -100,10 +115,15 @@ def _files(path: Path) -> list[Path]:
 
 
 def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
-    if kind == "results":
+    if kind in ("results", "lmms_eval"):
         from harness.schema.results import RunResults
+        from leaderboards.lmms_eval_source import to_run_results
 
-        res = RunResults.from_dict(doc, where=str(path))
+        if kind == "results":
+            res = RunResults.from_dict(doc, where=str(path))
+        else:
+            res, notes = to_run_results(doc, str(path))
+            sources.warnings.extend(notes)
         config = combine(model_settings(res.model), flatten(res.settings))
         sources.runs.append(Run(path, res, model_label(res.model), config))
         if res.status != "complete":
@@ -173,6 +193,7 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
                 raise MergeError(
                     f"{file}: malformed {kind} file ({type(exc).__name__}: {exc})"
                 ) from None
+    check_scoring(sources.runs)
     if sources.empty():
         names = ", ".join(str(p) for p in paths)
         skipped = "; ".join(sources.warnings)
