@@ -268,6 +268,9 @@ class RunSpec:
             raise SpecError(f"seed must be an integer ≥ 0, got {self.seed}")
         if not self.output.strip():
             raise SpecError("output directory is empty")
+        tasks = [json.dumps(dataclasses.asdict(t), sort_keys=True) for t in self.tasks]
+        if len(set(tasks)) != len(tasks):
+            raise SpecError(f"duplicate tasks in the grid: {[t.name for t in self.tasks]}")
         labels = [i.label for i in self.interventions]
         if len(set(labels)) != len(labels):
             raise SpecError(f"duplicate interventions in the grid: {labels}")
@@ -328,7 +331,10 @@ def load_run_file(path: str | Path) -> RunSpec:
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"run file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"run file {str(path)!r} cannot be read: {exc}") from None
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(text)
@@ -337,8 +343,17 @@ def load_run_file(path: str | Path) -> RunSpec:
 
             data = yaml.safe_load(text)
     except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
-        raise SpecError(f"run file {str(path)!r} is malformed: {exc}") from None
+        raise SpecError(f"run file {str(path)!r} is malformed: {_one_line(exc)}") from None
     return RunSpec.from_dict(data, where=f"run file {path.name}")
+
+
+def _one_line(exc: Exception) -> str:
+    """A parser error on one line (YAML's own message spans several, with a caret)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
 
 
 def _scalar(text: str) -> Any:
@@ -366,6 +381,8 @@ def parse_intervention(text: str) -> InterventionSpec:
                     f"intervention {text!r}: expected key=value, got {part!r} "
                     "(use the JSON form for lists or nested values)"
                 )
+            if key.strip() in args:
+                raise SpecError(f"intervention {text!r} sets {key.strip()!r} twice")
             args[key.strip()] = _scalar(value.strip())
     if not name:
         raise SpecError(f"intervention {text!r} has no name")

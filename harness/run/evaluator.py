@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.api.intervention import InterventionError
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import (
     BadDataError,
@@ -25,8 +24,6 @@ from harness.api.task import (
     SampleError,
     ScoringContext,
     Task,
-    TaskLoadError,
-    build_task,
 )
 from harness.run.cells import cell_names, previous_resolved, samples_filename
 from harness.schema.results import (
@@ -49,25 +46,6 @@ class EvaluationError(RuntimeError):
 
 
 _FIX = BadDataError.FIX
-
-
-def _load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
-    """All documents of one task (BadDoc entries in place of malformed rows when skipping)."""
-    try:
-        docs = tspec.take(task.load(split=tspec.split, limit=tspec.load_limit))
-    except SampleError as exc:
-        raise BadDataError(f"task {tspec.name!r}: {exc}; {_FIX}") from None
-    except TaskLoadError as exc:
-        raise BadDataError(f"task {tspec.name!r}: documents failed to load: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - loaders fail in many ways; name the culprit
-        raise EvaluationError(
-            f"task {tspec.name!r}: documents failed to load: {type(exc).__name__}: {exc}"
-        ) from exc
-    ids = [d.doc_id for d in docs]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise BadDataError(f"task {tspec.name!r}: doc id {dup!r} appears twice in the data")
-    return docs
 
 
 def _done_ids(log: SampleLog, skip_bad_docs: bool) -> set[Any]:
@@ -221,12 +199,13 @@ def run_grid(
     from harness.api.intervention import build_intervention
     from harness.run import distributed as dist
     from harness.run.outdir import OutputLock, check_run_dir
+    from harness.run.preflight import build_task_for, check_interventions, load_docs
 
     rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
     # Validate everything before anything is written: names, arguments, the output
     # directory, the data; then (model loaded) the interventions against the model.
-    tasks = [(t, _build_task(t, spec.skip_bad_docs)) for t in spec.tasks]
+    tasks = [(t, build_task_for(t, spec.skip_bad_docs)) for t in spec.tasks]
     interventions = [(i, build_intervention(i, spec.seed)) for i in spec.interventions]
     if adapter is None:
         from harness.api.registry import MODEL_FAMILIES
@@ -234,7 +213,7 @@ def run_grid(
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
     if rank == 0:
         check_run_dir(out, spec.identity(), SPEC_FILE)
-    docs_of = {id(task): _load_docs(task, tspec) for tspec, task in tasks}
+    docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
     if world > 1:
         dist.init_process_group()
     lock = OutputLock(out) if rank == 0 else None
@@ -253,7 +232,7 @@ def run_grid(
             if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
                 model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
             adapter = load_adapter(model_spec)
-        _check_interventions(interventions, adapter)
+        check_interventions(interventions, adapter)
         if rank == 0:
             write_json_atomic(out / SPEC_FILE, spec.identity())
         started = True
@@ -262,25 +241,6 @@ def run_grid(
     finally:
         if lock is not None:
             lock.release(remove_if_unused=not started)
-
-
-def _build_task(tspec: TaskSpec, skip_bad_docs: bool) -> Task:
-    task = build_task(tspec.name, tspec.args)
-    task.collect_bad_rows = skip_bad_docs
-    return task
-
-
-def _check_interventions(interventions: list[tuple[Any, Any]], adapter: Any) -> None:
-    """Attach and detach each intervention once, before anything is written.
-
-    Arguments that only the model can check (layers, head counts, ranking files) fail here.
-    """
-    for ispec, interv in interventions:
-        try:
-            with interv.attach(adapter):
-                pass
-        except (ValueError, OSError, KeyError) as exc:
-            raise InterventionError(f"intervention {ispec.label!r}: {exc}") from None
 
 
 def _run(
@@ -352,17 +312,8 @@ def _run(
 
 def _write_merged_log(path: Path, docs: Sequence[Any], rows: list[dict[str, Any]]) -> None:
     """Rank 0's merged sample log, in document order (written atomically)."""
-    import json
-    import os
-    import tempfile
-
     order = {d.doc_id: i for i, d in enumerate(docs)}
-    rows = sorted(rows, key=lambda r: order.get(r["doc_id"], len(order)))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    SampleLog(path).rewrite(sorted(rows, key=lambda r: order.get(r["doc_id"], len(order))))
 
 
 def _shard_name(fname: str, shard: tuple[int, int]) -> str:

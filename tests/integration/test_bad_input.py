@@ -1,0 +1,175 @@
+"""Hostile command lines and run files: each is exit code 2, one error line naming the culprit,
+no traceback, and nothing written (the corrected command is never refused as "a different
+spec")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+
+RUN = ["run", "--tasks", "pope_mini", "--limit", "2"]
+
+
+def _yaml(text: str):
+    def setup(tmp: Path) -> list[str]:
+        (tmp / "run.yaml").write_text(text)
+        return ["run", "--config", str(tmp / "run.yaml")]
+
+    return setup
+
+
+def _flags(*argv: str):
+    return lambda tmp: list(argv)
+
+
+def _output_is_file(tmp: Path) -> list[str]:
+    (tmp / "o").write_text("mine")
+    return RUN
+
+
+def _parent_is_file(tmp: Path) -> list[str]:
+    (tmp / "f").write_text("mine")
+    return [*RUN, "--output", str(tmp / "f" / "sub")]
+
+
+def _grid_dir_for_main_job(tmp: Path) -> list[str]:
+    (tmp / "o").mkdir()
+    (tmp / "o" / "run_spec.json").write_text("{}")
+    return ["run"]
+
+
+# (id, argv builder (tmp -> argv; "--output tmp/o" is appended unless given), culprit)
+CASES = [
+    ("layer-outside-model", _flags(*RUN, "--interventions", "sap:layers=[99]"), "layers [99]"),
+    ("fractional-k", _flags(*RUN, "--interventions", "ablate:k=2.5,select=random"), "2.5"),
+    ("nan-k", _flags(*RUN, "--interventions", '{"name": "ablate", "args": {"k": NaN}}'),
+     "k must be a finite number"),
+    ("args-as-string", _flags(*RUN, "--interventions", '{"name": "ablate", "args": "k=1"}'),
+     "args must be a mapping"),
+    ("unknown-intervention-arg", _flags(*RUN, "--interventions", "ablate:colour=1"), "colour"),
+    ("bad-choice", _flags(*RUN, "--interventions", "ablate:select=random,mode=loud"), "loud"),
+    ("missing-ranking", _flags(*RUN, "--interventions",
+                               "ablate:select=top,k=2,ranking=/nonexistent/r.json"),
+     "/nonexistent/r.json"),
+    ("key-twice", _flags(*RUN, "--interventions", "ablate:k=1,k=2"), "twice"),
+    ("task-twice", _flags("run", "--tasks", "pope_mini,pope_mini"), "duplicate tasks"),
+    ("run-file-binary", lambda tmp: (tmp / "r.yaml").write_bytes(b"\xff\xfe\x00") and
+     ["run", "--config", str(tmp / "r.yaml")], "cannot be read"),
+    ("no-name", _flags(*RUN, "--interventions", ":k=1"), "no name"),
+    ("output-is-file", _output_is_file, "is a file"),
+    ("parent-is-file", _parent_is_file, "is a file"),
+    ("yaml-seed-string", _yaml('tasks: [pope_mini]\nseed: "zero"\n'), "seed"),
+    ("yaml-bool-string", _yaml('tasks: [pope_mini]\nskip_bad_docs: "no"\n'), "skip_bad_docs"),
+    ("yaml-limit-float", _yaml("tasks: [{name: pope_mini, limit: 2.5}]\n"), "limit"),
+    ("yaml-args-string", _yaml('tasks: [{name: pope_mini, args: "n=5"}]\n'), "tasks[0]: args"),
+    ("yaml-args-list", _yaml("tasks: [{name: pope_mini, args: [1, 2]}]\n"), "tasks[0]: args"),
+    ("yaml-args-null", _yaml("tasks: [{name: pope_mini, args: null}]\n"), "tasks[0]: args"),
+    ("yaml-model-name-null", _yaml("tasks: [pope_mini]\nmodel: {name: null}\n"), "model: name"),
+    ("yaml-model-string", _yaml("tasks: [pope_mini]\nmodel: toy\n"), "model"),
+    ("yaml-task-arg-type", _yaml('tasks: [{name: pope_mini, args: {n: "5"}}]\n'), "argument n"),
+    ("yaml-batch-bool", _yaml("tasks: [pope_mini]\nbatch_size: true\n"), "batch_size"),
+    ("yaml-task-int", _yaml("tasks: [7]\n"), "tasks[0]"),
+    ("yaml-interventions-map", _yaml("tasks: [pope_mini]\ninterventions: {a: 1}\n"),
+     "interventions"),
+    ("yaml-top-level-list", _yaml("- pope_mini\n"), "mapping"),
+    ("yaml-int-key", _yaml("tasks: [pope_mini]\n1: 2\n"), "unknown key"),
+    ("yaml-unparseable", _yaml("tasks: [pope_mini\n"), "malformed"),
+    ("yaml-inf-k", _yaml("tasks: [pope_mini]\ninterventions: [{name: ablate, "
+                         "args: {k: .inf, select: random}}]\n"), "finite"),
+    ("limit-zero", _flags("run", "--tasks", "pope_mini", "--limit", "0"), "limit"),
+    ("seed-negative", _flags(*RUN, "--seed", "-1"), "seed"),
+    ("batch-zero", _flags(*RUN, "--batch-size", "0"), "batch_size"),
+    ("task-args-type", _flags(*RUN, "--task-args", '{"pope_mini": {"n": 2.5}}'), "argument n"),
+    ("task-args-string", _flags(*RUN, "--task-args", '{"pope_mini": "n=5"}'), "--task-args"),
+    ("model-args-type", _flags(*RUN, "--model-args", '{"dtype": 5}'), "dtype"),
+    ("main-job-ignores-interventions",
+     _flags("run", "--interventions", "bogus:x=1", "--skip-bad-docs"), "--interventions"),
+    ("main-job-in-grid-dir", _grid_dir_for_main_job, "grid run"),
+    ("main-job-limit-zero", _flags("run", "--limit", "0"), "n_eval"),
+    ("rank-limit-zero", _flags("rank", "--tasks", "refcocog_mini", "--limit", "0"), "limit"),
+]  # fmt: skip
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("headscope: error:")]
+
+
+@pytest.mark.parametrize(("builder", "culprit"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_clear_error_and_writes_nothing(builder, culprit, tmp_path, capsys):
+    argv = builder(tmp_path)
+    if "--output" not in argv:
+        argv = [*argv, "--output", str(tmp_path / "o")]
+    before = sorted(tmp_path.rglob("*"))
+    rc = main(argv)
+    err = capsys.readouterr().err
+    lines = _error_lines(err)
+    assert rc == 2, err
+    assert len(lines) == 1 and culprit in lines[0], err
+    assert "Traceback" not in err and err.rstrip().endswith(lines[0])
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, no directory created
+
+
+def test_corrected_command_runs_after_a_refused_one(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    assert main([*RUN, "--interventions", "sap:layers=[99]", "--output", out]) == 2
+    assert not (tmp_path / "o").exists()
+    assert main([*RUN, "--interventions", "sap:layers=[1]", "--output", out]) == 0
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_output_parent(tmp_path, capsys):
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    try:
+        assert main([*RUN, "--output", str(tmp_path / "ro" / "o")]) == 2
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and "not writable" in lines[0]
+
+
+def test_leaderboard_names_a_truncated_or_ill_typed_results_file(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*RUN, "--output", str(out)]) == 0
+    text = (out / "results.json").read_text()
+    bad = tmp_path / "lb" / "a"
+    bad.mkdir(parents=True)
+    (bad / "results.json").write_text(text[:300])
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "lb"), "--quiet"]) == 2
+    lines = _error_lines(capsys.readouterr().err)
+    assert (
+        len(lines) == 1 and str(bad / "results.json") in lines[0] and "not valid JSON" in lines[0]
+    )
+    doc = json.loads(text)
+    doc["entries"][0]["metrics"][0]["value"] = "0.5"
+    (bad / "results.json").write_text(json.dumps(doc))
+    assert main(["leaderboard", str(tmp_path / "lb"), "--quiet"]) == 2
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and "metric 0: value must be a finite number" in lines[0]
+
+
+def test_real_process_prints_one_line_and_no_traceback(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    (tmp_path / "f").write_text("a file")
+    for argv in (
+        [*RUN, "--interventions", '{"name": "ablate", "args": "k=1"}', "--output", "o"],
+        [*RUN, "--output", str(tmp_path / "f" / "x")],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and len(_error_lines(proc.stderr)) == 1
