@@ -1,0 +1,127 @@
+"""Two runs into one directory: one is refused naming the holder; a killed run's lock is taken
+over; resume never duplicates a row."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.api.specs import RunSpec, SpecError, TaskSpec
+from harness.run.evaluator import run_grid
+from harness.run.outdir import LOCK_FILE, OutputLock
+from harness.schema.results import load_results
+from harness.testing.mock import ScriptedAdapter
+from tests.toy_task import correct_on_even
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 40
+WORKER = """
+import sys, time
+sys.path.insert(0, {root!r})
+import tests.toy_task
+from tests.toy_task import correct_on_even
+from harness.api.specs import RunSpec, SpecError, TaskSpec
+from harness.run.evaluator import run_grid
+from harness.testing.mock import ScriptedAdapter
+
+def slow(request):
+    time.sleep({delay})
+    return correct_on_even(request)
+
+spec = RunSpec(tasks=(TaskSpec("test_echo", args={{"n": {n}}}),), output=sys.argv[1])
+try:
+    run_grid(spec, ScriptedAdapter(slow))
+except SpecError as exc:
+    print(f"headscope: error: {{exc}}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def _start(out: Path, delay: float = 0.05) -> subprocess.Popen:
+    code = WORKER.format(root=str(ROOT), delay=delay, n=N)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _rows(out: Path) -> list[dict]:
+    path = out / "samples" / "test_echo__none.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def _wait_for_rows(out: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while len(_rows(out)) < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < end, "the first run wrote no rows"
+        time.sleep(0.05)
+
+
+def test_second_run_is_refused_naming_the_holder_and_rows_are_unique(tmp_path):
+    out = tmp_path / "run"
+    first = _start(out)
+    _wait_for_rows(out, 2, first)
+    second = _start(out)
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 2, err
+    assert f"in use by another headscope run (pid {first.pid}" in err and "Traceback" not in err
+    assert first.wait(timeout=120) == 0, first.communicate()
+    ids = [r["doc_id"] for r in _rows(out)]
+    assert len(ids) == N and len(set(ids)) == N
+    res = load_results(out)
+    assert res.status == "complete" and res.entries[0].n_samples == N
+    assert not (out / LOCK_FILE).exists()
+
+
+def test_killed_run_leaves_a_stale_lock_that_is_taken_over(tmp_path, capfd):
+    out = tmp_path / "run"
+    first = _start(out)
+    _wait_for_rows(out, 5, first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    assert (out / LOCK_FILE).exists()  # left behind, holder dead
+    spec = RunSpec(tasks=(TaskSpec("test_echo", args={"n": N}),), output=str(out))
+    resumed = run_grid(spec, ScriptedAdapter(correct_on_even))
+    assert f"pid {first.pid}" in capfd.readouterr().err
+    ids = [r["doc_id"] for r in _rows(out)]
+    assert len(ids) == N and len(set(ids)) == N
+    clean = run_grid(
+        RunSpec(tasks=spec.tasks, output=str(tmp_path / "clean")), ScriptedAdapter(correct_on_even)
+    )
+    assert resumed.entries[0].metrics == clean.entries[0].metrics
+
+
+def test_resume_dedupes_rows_by_doc_id(tmp_path):
+    spec = RunSpec(tasks=(TaskSpec("test_echo", args={"n": 10}),), output=str(tmp_path / "r"))
+    first = run_grid(spec, ScriptedAdapter(correct_on_even))
+    log = tmp_path / "r" / "samples" / "test_echo__none.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines + lines[:6]))  # what two concurrent writers used to leave
+    again = run_grid(spec, ScriptedAdapter(correct_on_even))
+    assert again.entries[0].n_samples == 10 and again.entries[0].metrics == first.entries[0].metrics
+    assert log.read_text().splitlines(keepends=True) == lines[6:] + lines[:6]
+
+
+def test_lock_in_one_process(tmp_path):
+    lock = OutputLock(tmp_path / "o").acquire()
+    with pytest.raises(SpecError, match=rf"in use by another headscope run \(pid {os.getpid()}"):
+        OutputLock(tmp_path / "o").acquire()
+    lock.release(remove_if_unused=True)
+    assert not (tmp_path / "o").exists()  # created empty, removed empty
+    with OutputLock(tmp_path / "o") as again:
+        assert again.stale is None
+    assert not (tmp_path / "o").exists()  # created empty, removed empty
