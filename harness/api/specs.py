@@ -268,9 +268,6 @@ class RunSpec:
             raise SpecError(f"seed must be an integer ≥ 0, got {self.seed}")
         if not self.output.strip():
             raise SpecError("output directory is empty")
-        tasks = [json.dumps(dataclasses.asdict(t), sort_keys=True) for t in self.tasks]
-        if len(set(tasks)) != len(tasks):
-            raise SpecError(f"duplicate tasks in the grid: {[t.name for t in self.tasks]}")
         labels = [i.label for i in self.interventions]
         if len(set(labels)) != len(labels):
             raise SpecError(f"duplicate interventions in the grid: {labels}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from harness.cli import run as run_command
 
@@ -50,9 +51,16 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
 USAGE_ERRORS = _usage_errors
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line (``headscope run: error: ...``), exit code 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="headscope",
         description="Head-level mechanistic interventions on multimodal LLMs.",
     )

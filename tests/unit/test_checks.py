@@ -57,7 +57,7 @@ def test_check_value_names_the_field_and_the_type():
         ({"tasks": ["pope"], "interventions": [{"name": "ablate", "args": None}]}, "args"),
         ({"tasks": ["pope"], "interventions": [{"name": 3}]}, "name must be a string"),
         ({"tasks": ["pope"], "seed": -1}, "seed must be an integer ≥ 0"),
-        ({"tasks": [{"name": "pope"}, {"name": "pope"}]}, "duplicate tasks"),
+        ({"tasks": [{"name": "pope"}, {"name": "pope"}]}, "listed twice"),
     ],
 )
 def test_run_spec_types_are_checked_with_the_field_named(data, message):
