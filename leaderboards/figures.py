@@ -137,6 +137,7 @@ def _k_axis(ax: Any, ks: Sequence[float]) -> None:
 
 
 def _ablation_curves(sources: Sources, built: Built) -> None:
+    import numpy as np
     from matplotlib.transforms import ScaledTranslation
 
     from harness.probes.plots import legend_below
@@ -156,6 +157,10 @@ def _ablation_curves(sources: Sources, built: Built) -> None:
             shift = ScaledTranslation((i - (len(curves) - 1) / 2) * 0.05, 0, fig.dpi_scale_trans)
             ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, label=label, zorder=2,
                         transform=ax.transData + shift)  # fmt: skip
+            # A shifted transform is not data-only, so autoscaling skips it: add the limits.
+            e = np.nan_to_num(np.asarray(yerr, dtype=float))
+            y = np.asarray(ys, dtype=float)
+            ax.update_datalim(np.column_stack([[*xs, *xs], [*(y - e), *(y + e)]]))
         if g["base"] is not None:
             err = g["base_err"]
             label = "none (no ablation)" + (", ± stderr" if err else "")
@@ -164,6 +169,7 @@ def _ablation_curves(sources: Sources, built: Built) -> None:
             if err:
                 ax.axhspan(g["base"] - err, g["base"] + err, color="black", alpha=0.08,
                            linewidth=0, zorder=1)  # fmt: skip
+        ax.autoscale_view()
         _k_axis(ax, [p[0] for _, points in curves for p in points])
         ax.set_xlabel("k (heads ablated: count or fraction)")
         ax.set_ylabel(g["metric"])

@@ -89,7 +89,9 @@ def legend_below(fig: Any, axes: Sequence[Any], *, fontsize: float = 7) -> Any:
                 labels.append(label)
     if not handles:
         return None
-    ncols = 1 if max(len(x) for x in labels) > 40 else min(3, len(labels))
+    # As many columns as fit the figure's width (about 14 characters per inch at this size).
+    width = fig.get_figwidth() * 14
+    ncols = max(1, min(3, len(labels), int(width // (max(len(x) for x in labels) + 8))))
     return fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=fontsize)
 
 

@@ -101,6 +101,11 @@ def test_ablation_curves_error_bars_baseline_and_ticks(sources, figures):
     assert bottom.has_yerr
     (segment,) = bottom.lines[2][0].get_segments()
     assert (segment[0][1], segment[1][1]) == pytest.approx((0.5125 - 0.08, 0.5125 + 0.08))
+    low, high = ax.get_ylim()  # every point and error bar in view
+    for c in curves:
+        ys = [v for seg in c.lines[2][0].get_segments() for _, v in seg]
+        ys += list(c.lines[0].get_ydata())
+        assert low <= min(ys) and max(ys) <= high, c.get_label()
     ks = sorted({x for c in curves for x in c.lines[0].get_xdata()})
     assert list(ax.get_xticks()) == pytest.approx(ks)
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"{k:g}" for k in ks]
