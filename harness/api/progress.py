@@ -16,12 +16,13 @@ use. The run engine and the probes both report through :class:`Progress`.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-__all__ = ["LOGGER", "Progress", "interactive", "shown", "track"]
+__all__ = ["LOGGER", "Progress", "interactive", "shown", "track", "quiet_library_bars"]
 
 #: Name of the logger whose level (``--verbosity``) decides what progress is shown.
 LOGGER = "headscope"
@@ -40,6 +41,28 @@ def interactive(stream: TextIO | None = None) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # a closed or replaced stream
         return False
+
+
+def quiet_library_bars() -> bool:
+    """Turn Hugging Face's own bars (weight loading, downloads) off unless bars are drawn.
+
+    Call once before any model is loaded (``headscope run`` does, after ``--verbosity``).
+
+    Returns:
+        True when they were turned off.
+    """
+    if shown() and interactive():
+        return False
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub is imported
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    return True
 
 
 class Progress:

@@ -168,9 +168,12 @@ def setup(args: argparse.Namespace) -> None:
     """Apply ``--verbosity`` and ``--include_path`` (before any name is looked up)."""
     import logging
 
+    from harness.api.progress import quiet_library_bars
+
     level = getattr(args, "verbosity", None)
     if level:
         logging.getLogger("headscope").setLevel(level)
+    quiet_library_bars()  # HF's weight-loading bar too, when not drawing bars
     for directory in getattr(args, "include_path", None) or ():
         from harness.api.registry import include_path
 

@@ -130,8 +130,10 @@ def mock_model(monkeypatch):
 
 
 @pytest.mark.parametrize("verbosity, lines", [(None, 1), ("info", 1), ("WARNING", 0), ("error", 0)])
-def test_verbosity_flag_of_run(tmp_path, mock_model, capsys, level, verbosity, lines):
+def test_verbosity_flag_of_run(tmp_path, mock_model, capsys, level, verbosity, lines, monkeypatch):
     from harness.cli import main as cli
+
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")  # the CLI sets it; restored after
 
     level(logging.NOTSET)  # restored by the fixture after the CLI set it
     argv = ["run", "--tasks", "test_echo", "--limit", "3", "--interventions", "none"]
@@ -144,3 +146,25 @@ def test_verbosity_flag_of_run(tmp_path, mock_model, capsys, level, verbosity, l
     assert (
         sum(ln.startswith("[headscope] test_echo × none: 3/3") for ln in err.splitlines()) == lines
     )
+
+
+def test_hugging_face_bars_off_when_not_drawing_bars(monkeypatch, level):
+    from transformers.utils import logging as hf_logging
+
+    from harness.api.progress import quiet_library_bars
+
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")  # restored after the test
+    monkeypatch.setattr("sys.stderr", Tty())
+    level("INFO")
+    hf_logging.enable_progress_bar()  # a known start (earlier CLI runs may have turned it off)
+    assert quiet_library_bars() is False  # a terminal: HF's bars stay
+    assert hf_logging.is_progress_bar_enabled()
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    try:
+        assert quiet_library_bars() is True
+        assert not hf_logging.is_progress_bar_enabled()
+        import os
+
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    finally:
+        hf_logging.enable_progress_bar()
