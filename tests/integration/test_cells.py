@@ -4,7 +4,6 @@ import json
 import shutil
 
 from harness.api.specs import InterventionSpec, RunSpec, TaskSpec
-from harness.run.cells import cell_names, samples_filename
 from harness.run.evaluator import run_grid
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
@@ -36,6 +35,8 @@ def test_same_task_twice_with_different_args_gives_two_cells_and_two_logs(tmp_pa
 
 
 def test_names_ignore_where_the_ranking_file_and_output_live(tmp_path):
+    from harness.run.cells import cell_names
+
     ranking = {"format": "x", "scores": [[1, 2]]}
     paths = []
     for where in ("a/deep/rank", "b"):
@@ -64,6 +65,8 @@ def test_names_ignore_where_the_ranking_file_and_output_live(tmp_path):
 
 
 def test_names_clash_only_when_cells_are_told_apart_by_paths(tmp_path):
+    from harness.run.cells import cell_names
+
     tasks = [TaskSpec("pope", args={"data_dir": f"/data/{d}/pope"}) for d in ("v1", "v2")]
     names = cell_names(tasks, [InterventionSpec("none")])
     assert len(set(names.values())) == 2
@@ -71,6 +74,8 @@ def test_names_clash_only_when_cells_are_told_apart_by_paths(tmp_path):
 
 
 def test_plain_cells_keep_their_readable_names():
+    from harness.run.cells import samples_filename
+
     assert samples_filename("test_echo", "none") == "test_echo__none.jsonl"
     assert samples_filename("pope", "none", {"subset": "adversarial"}) == (
         "pope[subset=adversarial]__none.jsonl"

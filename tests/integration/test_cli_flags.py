@@ -10,8 +10,6 @@ import pytest
 
 from harness.api.specs import ModelSpec, SpecError
 from harness.cli import main as cli
-from harness.cli._args import limit_value, parse_mapping, prose
-from harness.cli.run import model_from_args
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
 
@@ -30,6 +28,8 @@ def mock_model(monkeypatch):
 
 
 def test_key_value_args_are_typed_like_lmms_eval_and_more():
+    from harness.cli._args import parse_mapping
+
     text = (
         "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,dtype=bfloat16,max_pixels=1003520,"
         'flag=True,off=false,ratio=0.5,none=null,layers=[1,2],names=[a,b],obj={"a":1,"b":[2,3]},'
@@ -53,6 +53,8 @@ def test_key_value_args_are_typed_like_lmms_eval_and_more():
 
 @pytest.mark.parametrize("text", ["dtype", "=x", "a=1,a=2", "{bad json", "[1, 2]"])
 def test_malformed_mapping_is_a_usage_error(text):
+    from harness.cli._args import parse_mapping
+
     with pytest.raises(SpecError):
         parse_mapping(text, "--model_args")
 
@@ -66,6 +68,8 @@ def _run_parser():
 
 
 def test_both_model_args_spellings_and_forms_give_one_spec():
+    from harness.cli.run import model_from_args
+
     parser = _run_parser()
     a = parser.parse_args(
         [
@@ -87,12 +91,16 @@ def test_both_model_args_spellings_and_forms_give_one_spec():
 
 @pytest.mark.parametrize("text, want", [("5", 5), ("5.0", 5), ("0.25", 0.25)])
 def test_limit_is_a_count_or_a_fraction(text, want):
+    from harness.cli._args import limit_value
+
     value = limit_value(text)
     assert value == want and type(value) is type(want)
 
 
 @pytest.mark.parametrize("text", ["0", "1.5", "-1", "x"])
 def test_bad_limit_is_refused(text):
+    from harness.cli._args import limit_value
+
     with pytest.raises(argparse.ArgumentTypeError):
         limit_value(text)
 
@@ -214,6 +222,8 @@ def test_bench_ram_help_reads_as_prose(capsys):
 
 
 def test_prose_unwraps_rest():
+    from harness.cli._args import prose
+
     doc = "Use :class:`~harness.attention.plan.RecordSpec` and ``x = 1`` (:func:`f`)."
     assert prose(doc) == "Use RecordSpec and x = 1 (f)."
 
