@@ -1,9 +1,10 @@
-"""``headscope bench hybrid|masks|ram|adaptive ...``: dispatches to the benchmark's ``main(argv)``.
+"""``headscope bench NAME ...``: runs the named benchmark's ``main(argv)``.
 
 ``bench hybrid`` → :func:`harness.bench.hybrid.main`;
 ``bench masks`` → :func:`harness.bench.mask_cost.main`;
 ``bench ram`` → :func:`harness.bench.ram_probe.main`;
-``bench adaptive`` → :func:`harness.bench.adaptive.main`.
+``bench adaptive`` → :func:`harness.bench.adaptive.main`;
+``bench ttft`` → :func:`harness.bench.ttft.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
 lists them, under the benchmark's docstring as plain prose). Light at import: argparse only.
 """
@@ -20,6 +21,7 @@ BENCHES = {
     "hybrid": "harness.bench.hybrid",
     "masks": "harness.bench.mask_cost",
     "ram": "harness.bench.ram_probe",
+    "ttft": "harness.bench.ttft",
 }
 
 

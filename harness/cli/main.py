@@ -25,7 +25,7 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("harness.cli.diagnose", "eRank / RID / MixIG / TME module diagnostics"),
     "bench": (
         "harness.cli.bench",
-        "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram'",
+        "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram', 'bench ttft'",
     ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
     "rescore": ("harness.cli.rescore", "score a run's logged replies again under --scoring MODE"),

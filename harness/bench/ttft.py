@@ -1,0 +1,332 @@
+"""``headscope bench ttft``: time to first token of a full VLM on a long video, dense vs hybrid.
+
+The model is a random-weight instance of a REAL published architecture, vision tower
+included, built from the config texts shipped in ``harness/assets/configs`` (see the README
+there for their sources): ``qwen3_vl_4b``, ``qwen2_5_vl_7b``, ``llava_onevision_7b``. A
+synthetic video (``--frames`` frames of ``--frame-size``² px: a moving gradient plus seeded
+noise) goes through the family's processor class (PIL back-ends: torchvision not needed) with
+a byte-level tokenizer whose special tokens sit at the ids the config uses. Qwen pixel
+budgets are raised so ``--frame-size`` alone sets the tokens per frame (Qwen: (size / 28)²
+per two frames, 32 px cells for Qwen3-VL; OneVision: 196 per frame after pooling).
+
+Time to first token = one prefill forward (``use_cache=True``, logits of the last position)
+plus the greedy pick of the first token, CUDA-synchronised; preprocessing is reported apart
+(``preprocess_ms``). The vision encoder's time is taken with hooks around the vision tower, and
+its share of the TTFT reported. Dense = the empty plan (identical to sdpa); hybrid = ``keep``
+of the heads of every decoder layer full, the others a causal window of ``--window`` keys,
+through the window kernel (``auto``: flex on CUDA). ``--shrink`` keeps the processor geometry
+(patch, merge, temporal patch, crop sizes, token layout) but makes every tower tiny: the same
+code path for CPU tests; real-size numbers need a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MODELS", "build_config", "load_config_dict", "run_ttft", "synthetic_video", "main"]
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets" / "configs"
+MODELS = {
+    "qwen3_vl_4b": ("qwen3_vl", "qwen3_vl_4b_instruct.json"),
+    "qwen2_5_vl_7b": ("qwen2_5_vl", "qwen2_5_vl_7b_instruct.json"),
+    "llava_onevision_7b": ("llava_onevision", "llava_onevision_qwen2_7b_ov.json"),
+}
+_CLASSES = {
+    "qwen3_vl": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration"),
+    "qwen2_5_vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration"),
+    "llava_onevision": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration"),
+}
+_TINY_TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}  # fmt: skip
+_TINY_VISION = {"hidden_size": 32, "intermediate_size": 64}
+
+
+def _onevision_hf(raw: dict[str, Any]) -> dict[str, Any]:
+    """The original LLaVA-OneVision config as transformers' ``LlavaOnevisionConfig`` dict."""
+    text_keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                 "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+                 "vocab_size", "hidden_act", "bos_token_id", "eos_token_id",
+                 "tie_word_embeddings")  # fmt: skip
+    text = {k: raw[k] for k in text_keys if k in raw}
+    text.update(model_type="qwen2", use_sliding_window=False)
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
+              "num_attention_heads": 16, "num_hidden_layers": 26, "patch_size": 14,
+              "image_size": 384, "vision_use_head": False}  # fmt: skip
+    return {
+        "model_type": "llava_onevision", "text_config": text, "vision_config": vision,
+        "image_token_index": raw["image_token_index"], "video_token_index": 151647,
+        "image_grid_pinpoints": raw["image_grid_pinpoints"],
+        "vision_aspect_ratio": raw["image_aspect_ratio"], "vision_feature_layer": -1,
+        "vision_feature_select_strategy": "full", "projector_hidden_act": "gelu",
+        "tie_word_embeddings": raw.get("tie_word_embeddings", False),
+    }  # fmt: skip
+
+
+def load_config_dict(name: str, shrink: bool = False) -> tuple[str, dict[str, Any]]:
+    """(family, config dict) of a shipped config; ``shrink`` makes every tower tiny."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r} (known: {sorted(MODELS)})")
+    family, fname = MODELS[name]
+    raw = json.loads((ASSETS / fname).read_text(encoding="utf-8"))
+    cfg = _onevision_hf(raw) if family == "llava_onevision" else raw
+    if shrink:
+        _shrink(family, cfg)
+    return family, cfg
+
+
+def _shrink(family: str, cfg: dict[str, Any]) -> None:
+    text = cfg if family == "qwen2_5_vl" else cfg["text_config"]  # Qwen2.5's text keys are flat
+    text.update(_TINY_TEXT)
+    vision = cfg["vision_config"]
+    if family == "llava_onevision":
+        vision.update(_TINY_VISION, num_attention_heads=2, num_hidden_layers=2)
+        return
+    vision.update(_TINY_VISION, num_heads=2, depth=2, out_hidden_size=_TINY_TEXT["hidden_size"])
+    rope = text.get("rope_scaling") or {}
+    # M-RoPE sections must sum to head_dim / 2 = 8 (real: 64); proportional to the real ones.
+    rope["mrope_section"] = [3, 3, 2] if family == "qwen3_vl" else [2, 3, 3]
+    if family == "qwen2_5_vl":
+        vision["fullatt_block_indexes"] = [1]
+    else:
+        vision["deepstack_visual_indexes"] = [0]
+
+
+def synthetic_video(frames: int, size: int, seed: int = 0) -> list[Any]:
+    """``frames`` RGB PIL frames: a gradient drifting right plus seeded noise."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    ys, xs = np.mgrid[0:size, 0:size]
+    out = []
+    for t in range(frames):
+        base = (xs + 4 * t) % size * (255 / size)
+        rgb = np.stack([base, ys * (255 / size), (base + ys) % 256], -1)
+        noisy = rgb + rng.normal(0, 12, rgb.shape)
+        out.append(Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8)))
+    return out
+
+
+def _processor(family: str, cfg: dict[str, Any], vocab: int) -> Any:
+    if family == "llava_onevision":
+        from transformers import LlavaOnevisionProcessor
+        from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+            LlavaOnevisionImageProcessorPil,
+        )
+
+        from harness.testing.tiny_processors import (
+            _CHATML_TEMPLATE,
+            _llava_tokenizer,
+            _with_pil_video,
+            pil_video_processor,
+        )
+
+        image = LlavaOnevisionImageProcessorPil(
+            size={"height": 384, "width": 384}, image_grid_pinpoints=cfg["image_grid_pinpoints"]
+        )
+        return _with_pil_video(LlavaOnevisionProcessor)(
+            image_processor=image, tokenizer=_llava_tokenizer(family, vocab, chatml=True),
+            video_processor=pil_video_processor(384), num_image_tokens=729,
+            vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9",
+            chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
+        )  # fmt: skip
+    from harness.testing.tiny_processors_qwen import tiny_qwen_processor
+
+    return tiny_qwen_processor(family, vocab, video_tokens=(4, 1 << 22))
+
+
+def _inputs(family: str, processor: Any, frames: list[Any], fps: float = 2.0) -> dict[str, Any]:
+    msgs = [{"role": "user", "content": [
+        {"type": "video"}, {"type": "text", "text": "What happens in this video?"}]}]  # fmt: skip
+    text = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    kwargs: dict[str, Any] = {}
+    if family != "llava_onevision":
+        meta = {"total_num_frames": len(frames), "fps": fps,
+                "frames_indices": list(range(len(frames))), "width": frames[0].size[0],
+                "height": frames[0].size[1]}  # fmt: skip
+        kwargs = {"video_metadata": [meta], "do_sample_frames": False}
+    return dict(processor(text=[text], videos=[frames], return_tensors="pt", **kwargs))
+
+
+def build_config(name: str, shrink: bool = False, ids: dict[str, int] | None = None) -> Any:
+    """The transformers config object of a shipped model (``ids``: special-token overrides)."""
+    import transformers as tf
+
+    family, cfg = load_config_dict(name, shrink)
+    if ids and family == "llava_onevision":
+        cfg.update(image_token_index=ids["image"], video_token_index=ids["video"])
+    elif ids:
+        cfg.update(image_token_id=ids["image"], video_token_id=ids["video"],
+                   vision_start_token_id=ids["vision_start"],
+                   vision_end_token_id=ids["vision_end"])  # fmt: skip
+    return getattr(tf, _CLASSES[family][0])(**{k: v for k, v in cfg.items() if k != "model_type"})
+
+
+def _build(family: str, config: Any, dtype: Any, device: str) -> Any:
+    import torch
+    import transformers as tf
+
+    from harness.attention.dispatch import use_dispatch
+
+    torch.manual_seed(0)
+    with torch.device(device):  # initialise on the device: 8B parameters are slow on a CPU
+        model = getattr(tf, _CLASSES[family][1])._from_config(
+            config, dtype=dtype, attn_implementation="sdpa"
+        )
+    return use_dispatch(model.to(device).eval())
+
+
+def _vision_tower(model: Any) -> Any:
+    inner = getattr(model, "model", model)
+    for name in ("visual", "vision_tower"):
+        if getattr(inner, name, None) is not None:
+            return getattr(inner, name)
+    raise ValueError(f"no vision tower found in {type(model).__name__}")
+
+
+def _prefill(model: Any, inputs: dict[str, Any], plan: Any, device: str) -> dict[str, float]:
+    import torch
+
+    from harness.attention.dispatch import plan_scope
+    from harness.bench.hybrid import _sync
+
+    vision = {"ms": 0.0, "start": 0.0}
+
+    def before(*_: Any) -> None:
+        _sync(device)
+        vision["start"] = time.perf_counter()
+
+    def after(*_: Any) -> None:
+        _sync(device)
+        vision["ms"] += (time.perf_counter() - vision["start"]) * 1000.0
+
+    tower = _vision_tower(model)
+    handles = [tower.register_forward_pre_hook(before), tower.register_forward_hook(after)]
+    try:
+        _sync(device)
+        begin = time.perf_counter()
+        with torch.no_grad(), plan_scope(model, plan):
+            logits = model(**inputs, use_cache=True, logits_to_keep=1).logits
+            int(logits[0, -1].argmax())  # the first token (synchronises)
+        total = (time.perf_counter() - begin) * 1000.0
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {"ttft_ms": total, "vision_ms": vision["ms"]}
+
+
+def run_ttft(
+    model: str = "qwen3_vl_4b",
+    *,
+    frames: int = 64,
+    frame_size: int = 448,
+    shrink: bool = False,
+    keep: float = 0.05,
+    window: int = 1024,
+    sinks: int = 0,
+    repeats: int = 3,
+    kernel: str = "auto",
+    dtype: str = "bfloat16",
+    device: str = "cuda",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """TTFT of ``model`` on a synthetic ``frames``-frame video, dense vs hybrid; one row."""
+    import torch
+
+    from harness.api.anatomy import geometry_of
+    from harness.attention.dispatch import Plan, window_kernels_used
+    from harness.bench.hybrid import _hybrid_plan, _kernel_scope, flop_speedup_bound, kept_heads
+    from harness.testing.tiny import special_token_ids
+
+    family, cfg = load_config_dict(model, shrink)
+    vocab = (cfg if family == "qwen2_5_vl" else cfg["text_config"])["vocab_size"]
+    began = time.perf_counter()
+    processor = _processor(family, cfg, vocab)
+    video = synthetic_video(frames, frame_size, seed)
+    start = time.perf_counter()
+    inputs = _inputs(family, processor, video)
+    preprocess_ms = (time.perf_counter() - start) * 1000.0
+    ids = special_token_ids(family, vocab)
+    net = _build(family, build_config(model, shrink, ids), getattr(torch, dtype), device)
+    build_s = time.perf_counter() - began
+    for key, value in inputs.items():
+        if hasattr(value, "to"):
+            pixels = key.startswith("pixel_values")
+            inputs[key] = value.to(device, getattr(torch, dtype)) if pixels else value.to(device)
+    geo = geometry_of(net)
+    kept = kept_heads(keep, geo.num_heads)
+    plans = {"dense": Plan(), "hybrid": _hybrid_plan(geo.num_layers, geo.num_heads, kept,
+                                                     window, sinks)}  # fmt: skip
+    times: dict[str, list[dict[str, float]]] = {"dense": [], "hybrid": []}
+    with _kernel_scope(kernel):
+        for plan in plans.values():  # warm-up: allocator, flex compilation
+            _prefill(net, inputs, plan, device)
+        window_kernels_used(reset=True)
+        for rep in range(repeats):
+            order = list(plans) if rep % 2 == 0 else list(plans)[::-1]
+            for variant in order:
+                times[variant].append(_prefill(net, inputs, plans[variant], device))
+        used = window_kernels_used(reset=True)
+    tokens = int(inputs["input_ids"].shape[1])
+    visual = int(sum(int((inputs["input_ids"] == ids[k]).sum()) for k in ("image", "video")))
+    row: dict[str, Any] = {"model": model, "family": family, "config": MODELS[model][1],
+                           "shrunk": shrink, "frames": frames, "frame_size": frame_size,
+                           "tokens": tokens, "visual_tokens": visual,
+                           "preprocess_ms": round(preprocess_ms, 1),
+                           "build_s": round(build_s, 1)}  # fmt: skip
+    for variant, runs in times.items():
+        ttft = statistics.median(r["ttft_ms"] for r in runs)
+        vis = statistics.median(r["vision_ms"] for r in runs)
+        row[variant] = {"ttft_ms": round(ttft, 2), "vision_ms": round(vis, 2),
+                        "decoder_ms": round(ttft - vis, 2),
+                        "vision_share": round(vis / ttft, 4) if ttft else None}  # fmt: skip
+    dense, hybrid = row["dense"], row["hybrid"]
+    row.update(
+        speedup_ttft=round(dense["ttft_ms"] / hybrid["ttft_ms"], 3),
+        speedup_decoder=round(dense["decoder_ms"] / max(hybrid["decoder_ms"], 1e-9), 3),
+        decoder_bound=round(flop_speedup_bound(geo, tokens, window, kept / geo.num_heads), 3),
+        window_kernels=used, keep=keep, heads_kept_per_layer=kept, window=window, sinks=sinks,
+        window_kernel=kernel, dtype=dtype, device=device, repeats=repeats, seed=seed,
+        decoder={"layers": geo.num_layers, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
+                 "head_dim": geo.head_dim, "hidden": geo.hidden_size},
+    )  # fmt: skip
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: ``headscope bench ttft [options]``; prints one JSON row per model."""
+    from harness.bench.hybrid import KERNEL_CHOICES
+
+    parser = argparse.ArgumentParser(prog="headscope bench ttft", description=__doc__)
+    parser.add_argument("--model", default="qwen3_vl_4b", help=f"comma-separated: {sorted(MODELS)}")
+    parser.add_argument("--frames", type=int, default=64)
+    parser.add_argument("--frame-size", type=int, default=448)
+    parser.add_argument("--shrink", action="store_true", help="tiny towers (CPU tests)")
+    parser.add_argument("--keep", type=float, default=0.05)
+    parser.add_argument("--window", type=int, default=1024)
+    parser.add_argument("--sinks", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="bfloat16")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    names = [m for m in args.model.split(",") if m]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown or not names:
+        parser.error(f"unknown model(s) {unknown} (known: {sorted(MODELS)})")
+    if args.frames < 2 or args.frame_size < 32:
+        parser.error("need --frames ≥ 2 and --frame-size ≥ 32")
+    for name in names:
+        row = run_ttft(
+            name, frames=args.frames, frame_size=args.frame_size, shrink=args.shrink,
+            keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
+            kernel=args.kernel, dtype=args.dtype, device=args.device, seed=args.seed,
+        )  # fmt: skip
+        print(json.dumps(row), flush=True)
+    return 0

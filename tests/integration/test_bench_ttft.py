@@ -1,0 +1,54 @@
+"""``headscope bench ttft``: real configs load with their published geometry; the whole path
+(processor → vision tower → decoder, dense and hybrid) runs on shrunk towers on the CPU."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from harness.bench.ttft import build_config, run_ttft  # noqa: E402
+
+# (layers, heads, KV heads, hidden, FFN, vocab, vision depth, vision width) from the configs'
+# sources (harness/assets/configs/README.md).
+PUBLISHED = {
+    "qwen3_vl_4b": (36, 32, 8, 2560, 9728, 151936, 24, 1024),
+    "qwen2_5_vl_7b": (28, 28, 4, 3584, 18944, 152064, 32, 1280),
+    "llava_onevision_7b": (28, 28, 4, 3584, 18944, 152064, 26, 1152),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_real_configs_load_with_the_published_geometry(name):
+    cfg = build_config(name)
+    t, v = cfg.get_text_config(), cfg.vision_config
+    depth = getattr(v, "depth", None) or v.num_hidden_layers
+    got = (t.num_hidden_layers, t.num_attention_heads, t.num_key_value_heads, t.hidden_size,
+           t.intermediate_size, t.vocab_size, depth, v.hidden_size)  # fmt: skip
+    assert got == PUBLISHED[name]
+
+
+# 4 frames of 112 px: Qwen2.5 → 2 temporal groups × (112/28)² = 32 tokens; Qwen3 → frames
+# rounded to 128 px (32-px cells) → 2 × 16 = 32; OneVision → 4 × 14² pooled + 1 newline = 785.
+VISUAL = {"qwen2_5_vl_7b": 32, "qwen3_vl_4b": 32, "llava_onevision_7b": 785}
+
+
+@pytest.mark.parametrize("name", sorted(VISUAL))
+def test_ttft_runs_the_whole_path_on_shrunk_towers(name):
+    row = run_ttft(
+        name, frames=4, frame_size=112, shrink=True, keep=0.25, window=16, repeats=1,
+        device="cpu", dtype="float32",
+    )  # fmt: skip
+    assert row["visual_tokens"] == VISUAL[name] and row["tokens"] > row["visual_tokens"]
+    for variant in ("dense", "hybrid"):
+        stats = row[variant]
+        assert 0 < stats["vision_ms"] < stats["ttft_ms"]
+        assert 0 < stats["vision_share"] < 1
+    assert row["window_kernels"] == {"chunked": 2}  # hybrid prefill, two layers, CPU kernel
+    assert row["decoder"]["layers"] == 2 and row["shrunk"] is True
+
+
+def test_ttft_cli_refuses_unknown_models(capsys):
+    from harness.bench.ttft import main
+
+    with pytest.raises(SystemExit):
+        main(["--model", "gpt4v"])
+    assert "unknown model" in capsys.readouterr().err
