@@ -29,8 +29,17 @@ __all__ = [
 ]
 
 SENTENCE_TYPES = ("declarative", "interrogative")
-_SPAN = re.compile(r"(\d+)\s*(?:-|–|—|to)\s*(\d+)")
+_SPAN = re.compile(
+    r"(\d+)\s*(?:-|–|—|,|to|through|thru|until|till|and)\s*(?:frames?\s*(?:number\s*)?)?(\d+)",
+    re.I,
+)
 _ONE = re.compile(r"\d+")
+# Boxes in any written form: "[..]", "(x1,y1),(x2,y2)", "<|box_start|>..<|box_end|>".
+_BOXES = re.compile(
+    r"<\|box_start\|>.*?<\|box_end\|>|\[[^\]]*\]"
+    r"|\(\s*[-\d.eE+]+\s*,\s*[-\d.eE+]+\s*\)\s*,?\s*\(\s*[-\d.eE+]+\s*,\s*[-\d.eE+]+\s*\)",
+    re.S,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +181,15 @@ def _tube(trajectories: Sequence[Any], tid: int, span: tuple[int, int], where: s
 
 
 def parse_span(text: str) -> tuple[int, int] | None:
-    """Frame positions ``(start, end)`` from ``"<start>-<end> [...]"``, or None.
+    """Frame positions ``(start, end)`` from a reply such as ``"<start>-<end> [...]"``, or None.
 
-    Only the text before the box is read; a lone number is a one-frame span, reversed ends are
-    swapped, and None means no number precedes the box.
+    Every box (``[..]``, ``(x1,y1),(x2,y2)``, ``<|box_start|>..<|box_end|>``) is removed
+    first, wherever it stands, so a box before the span does not hide it. The span is the
+    first "A-B", "A–B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before
+    B: "Frame 3 through frame 7" is (3, 7)); else a lone number is a one-frame span. Reversed
+    ends are swapped; None means no number outside the boxes.
     """
-    head = text.split("[", 1)[0]
+    head = _BOXES.sub(" ", text)
     match = _SPAN.search(head)
     if match:
         a, b = int(match.group(1)), int(match.group(2))
