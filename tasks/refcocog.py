@@ -17,8 +17,12 @@
   {expression}." — the coordinate convention of the answer belongs to the model adapter
   (``ScoringContext.parse_box``); the task owns the IoU.
 - Metrics: ``acc@0.5`` (IoU ≥ 0.5, the headline), ``miou``, ``acc@0.3``, ``acc@0.7``,
-  ``center_acc`` (predicted centre inside the gold box), ``parse_rate``. A predicted box is
-  clipped to the image first; an unparseable answer or one wholly outside the image scores 0.
+  ``center_acc`` (predicted centre inside the gold box), ``parse_rate``, ``swapped_rate``
+  (boxes written with x1 > x2 or y1 > y2: their ends are swapped, and counted). A predicted
+  box is clipped to the image first; an unparseable answer or one wholly outside the image
+  scores 0. Box forms (:func:`harness.api.model.box_numbers`): "[x1, y1, x2, y2]",
+  Qwen2-VL's "(x1,y1),(x2,y2)" with or without ``<|box_start|>``, numbers like ".1", "1e2";
+  InternVL writes integers in [0, 1000) (its adapter's rule).
 - Evidence: the gold box (clipped to the image) on image 0.
 """
 
@@ -28,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.api.model import box_numbers
 from harness.api.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
 from harness.api.registry import task
 from harness.api.task import MetricDef, SampleError, ScoringContext, Task
@@ -122,6 +127,7 @@ class RefCOCOg(RowSource, Task):
         MetricDef("acc@0.7", True, "share with IoU ≥ 0.7"),
         MetricDef("center_acc", True, "share whose centre lies in the gold box"),
         MetricDef("parse_rate", True, "share of answers holding a box"),
+        MetricDef("swapped_rate", False, "share of boxes written with x1 > x2 or y1 > y2"),
     )
     default_split: ClassVar[str] = "val"
     grounded: ClassVar[bool] = True
@@ -215,7 +221,10 @@ class RefCOCOg(RowSource, Task):
     def score(self, sample: RefSample, generation: Generation, ctx: ScoringContext) -> dict:
         """IoU-based scores; the box is parsed in the model family's convention."""
         size = image_size(self._image_source(sample), f"refcocog doc {sample.doc_id}")
-        return iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
+        out = iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
+        raw = box_numbers(generation.text)
+        out["swapped_rate"] = float(raw is not None and (raw[0] > raw[2] or raw[1] > raw[3]))
+        return out
 
     def sample_log(self, sample: RefSample) -> dict[str, Any]:
         """Gold box (xyxy pixels) and the expression."""

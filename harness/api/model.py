@@ -20,12 +20,42 @@ if TYPE_CHECKING:
     from harness.api.heads import Geometry
     from harness.api.specs import ModelSpec
 
-__all__ = ["ModelAdapter", "TokenSpans", "BoxConvention", "parse_box_text", "load_adapter"]
+__all__ = [
+    "ModelAdapter",
+    "TokenSpans",
+    "BoxConvention",
+    "box_numbers",
+    "parse_box_text",
+    "load_adapter",
+]
 
 BoxConvention = Literal["normalized", "normalized_1000", "pixels_resized", "pixels"]
 
-_NUM = r"-?\d+(?:\.\d+)?"
-_BOX_RE = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 12, 12.5, .1, 1e2
+_SEP = r"\s*,\s*"
+# "[x1, y1, x2, y2]" (also "[[...]]") and Qwen2-VL's "(x1,y1),(x2,y2)" (inside
+# <|box_start|>…<|box_end|> when special tokens are kept, bare when they are skipped).
+_BOX_RE = re.compile(rf"\[\s*({_NUM}){_SEP}({_NUM}){_SEP}({_NUM}){_SEP}({_NUM})\s*\]")
+_PAIR_RE = re.compile(
+    rf"\(\s*({_NUM}){_SEP}({_NUM})\s*\)\s*,?\s*(?:to\s*)?\(\s*({_NUM}){_SEP}({_NUM})\s*\)"
+)
+
+
+def box_numbers(text: str) -> tuple[float, float, float, float] | None:
+    """The four numbers of the first box written in ``text``, in the order written.
+
+    Forms: ``[x1, y1, x2, y2]`` and Qwen2-VL's ``(x1,y1),(x2,y2)`` (with or without
+    ``<|box_start|>``/``<|box_end|>``); numbers may be ``.1`` or ``1e2``. None when there is
+    no box or a number is not finite.
+    """
+    found = [m for m in (_BOX_RE.search(text), _PAIR_RE.search(text)) if m]
+    if not found:
+        return None
+    match = min(found, key=lambda m: m.start())
+    values = tuple(float(g) for g in match.groups())
+    if not all(math.isfinite(v) for v in values):
+        return None
+    return values  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +81,10 @@ def parse_box_text(
     convention: BoxConvention,
     resized_size: tuple[int, int] | None = None,
 ) -> Box | None:
-    """Parse the first ``[x1, y1, x2, y2]`` in ``text`` into an original-image pixel box.
+    """Parse the first box in ``text`` (:func:`box_numbers`) into an original-image pixel box.
+
+    Ends written in reverse (x1 > x2 or y1 > y2) are swapped here; tasks count such replies
+    (RefCOCOg's ``swapped_rate``) from :func:`box_numbers`.
 
     Args:
         text: Model output.
@@ -65,12 +98,10 @@ def parse_box_text(
     Returns:
         The box, or None if no well-formed, non-degenerate box is found.
     """
-    match = _BOX_RE.search(text)
-    if not match:
+    numbers = box_numbers(text)
+    if numbers is None:
         return None
-    x1, y1, x2, y2 = (float(g) for g in match.groups())
-    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
-        return None
+    x1, y1, x2, y2 = numbers
     width, height = image_size
     if convention == "normalized":
         sx, sy = width, height

@@ -57,7 +57,8 @@ def test_registered_with_hub_defaults():
     assert LlavaOnevisionAdapter.default_pretrained == "llava-hf/llava-onevision-qwen2-7b-ov-hf"
     assert InternVLAdapter.default_pretrained == "OpenGVLab/InternVL3-8B-hf"
     for name in (*FAMILIES, "toy"):
-        assert MODEL_FAMILIES.get(name).box_convention == "normalized"
+        want = "normalized_1000" if name == "internvl" else "normalized"
+        assert MODEL_FAMILIES.get(name).box_convention == want
 
 
 def test_forward_through_dispatch_equals_sdpa(adapter):

@@ -1,0 +1,49 @@
+"""Box forms and each family's coordinate convention (tests/data/scoring/boxes.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.api.model import box_numbers, parse_box_text
+from harness.api.payloads import Generation
+from harness.api.task import ScoringContext
+from harness.models.internvl import InternVLAdapter
+from tasks.refcocog import RefCOCOg, RefSample, iou_scores, parse_bbox_xywh
+
+DATA = json.loads((Path(__file__).resolve().parents[1] / "data/scoring/boxes.json").read_text())
+SIZE = tuple(DATA["image_size"])
+GOLD = parse_bbox_xywh(DATA["target"], "boxes.json")
+
+
+def parser(family: str):
+    if family == "internvl":  # the adapter's own rule; it reads no model state
+        return lambda text, size: InternVLAdapter.parse_box(None, text, size)  # type: ignore[arg-type]
+    convention = {"qwen2_vl": "normalized_1000", "llava": "normalized"}[family]
+    return lambda text, size: parse_box_text(text, size, convention)
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=lambda c: f"{c['family']}:{c['output']}")
+def test_box_cases(case, monkeypatch):
+    parse = parser(case["family"])
+    box = parse(case["output"], SIZE)
+    if case["box"] is None:
+        assert box is None
+    else:
+        assert box is not None and box.as_tuple() == pytest.approx(tuple(case["box"]))
+    assert iou_scores(box, GOLD, SIZE)["miou"] == pytest.approx(case["iou"], abs=1e-9)
+    import tasks.refcocog as ref
+
+    monkeypatch.setattr(ref, "image_size", lambda src, where: SIZE)  # no image file needed
+    sample = RefSample("d", "the dog", GOLD, None)
+    row = RefCOCOg().score(sample, Generation(case["output"]), ScoringContext(parse, 0))
+    assert row["swapped_rate"] == case["swapped"]
+    assert row["acc@0.5"] == float(case["iou"] >= 0.5)
+
+
+def test_box_numbers_takes_the_first_box_in_any_form():
+    assert box_numbers("(1,2),(3,4) then [5, 6, 7, 8]") == (1, 2, 3, 4)
+    assert box_numbers("[5, 6, 7, 8] then (1,2),(3,4)") == (5, 6, 7, 8)
+    assert box_numbers("[1, 2, 3]") is None and box_numbers("[inf, 1, 2, 3]") is None
