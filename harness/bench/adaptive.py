@@ -6,13 +6,17 @@ variants interleaved in every repetition:
 
 - ``estimate``: the routing estimate and choice alone (logits of the last ``--rows`` query
   rows against every key, softmax, visual mass, top-``budget``);
-- ``hybrid``: static hybrid attention, ``ceil(keep · H)`` heads full, the rest windowed;
+- ``hybrid``: static hybrid attention, ``ceil(keep · H)`` heads full (spread over the KV
+  groups, as ``bench hybrid``), the rest windowed;
+- ``hybrid_same``: static hybrid keeping the very heads adaptive routing picks for this
+  input (so ``adaptive − hybrid_same`` is the routing's own cost, apart from which heads);
 - ``adaptive``: the routed layer (estimate + choice + the same kernels);
 - ``dense``: every head full (the empty plan = sdpa); ``--dense-repeats 0`` skips it (slow:
   quadratic).
 
 Each row reports medians and the ratios the issue asks for: ``estimate / hybrid`` (target
-≤ 10 % at 32K on CPU), ``(adaptive − hybrid) / hybrid`` and ``estimate / (dense − hybrid)``
+≤ 10 % at 32K on CPU), ``(adaptive − hybrid) / hybrid``, ``(adaptive − hybrid_same) /
+hybrid_same`` and ``estimate / (dense − hybrid)``
 (the estimate's cost against the prefill time it saves). Attention alone is the strict
 denominator: a whole-layer prefill adds the projections and the MLP to ``hybrid``.
 """
@@ -35,7 +39,7 @@ def _module(groups: int, layer_plan: Any) -> Any:
                            _headscope_layer_plan=layer_plan)  # fmt: skip
 
 
-def _runners(route: Any, static: Any, groups: int, qkv: tuple, dense: bool = False) -> dict:
+def _runners(route: Any, static: tuple, groups: int, qkv: tuple, dense: bool = False) -> dict:
     """The timed callables (no loop variables captured)."""
     from harness.attention.dispatch import headscope_attention
     from harness.attention.plan import LayerPlan
@@ -48,7 +52,8 @@ def _runners(route: Any, static: Any, groups: int, qkv: tuple, dense: bool = Fal
     routed = _module(groups, LayerPlan(route=route))
     return {
         "estimate": lambda: select_windowed(route, 0, q, k, None, scale),
-        "hybrid": lambda: headscope_attention(_module(groups, static), q, k, v, None),
+        "hybrid": lambda: headscope_attention(_module(groups, static[0]), q, k, v, None),
+        "hybrid_same": lambda: headscope_attention(_module(groups, static[1]), q, k, v, None),
         "adaptive": lambda: headscope_attention(routed, q, k, v, None),
     }
 
@@ -82,7 +87,7 @@ def run_bench(
         rows: Estimate query rows.
         visual_fraction: Share of the sequence that is visual tokens (one block after the
             first 64 tokens, as an image after a system prompt).
-        repeats: Timed repetitions of estimate / hybrid / adaptive.
+        repeats: Timed repetitions of estimate / hybrid / hybrid_same / adaptive.
         dense_repeats: Timed dense runs (0: skip dense).
         threads: torch CPU threads (default: torch's choice).
         seed: Inputs seed.
@@ -90,7 +95,7 @@ def run_bench(
     import torch
 
     from harness.attention.plan import LayerPlan, Window
-    from harness.attention.route import Route
+    from harness.attention.route import Route, select_windowed
     from harness.bench.decoders import ALIASES, GEOMETRIES
     from harness.bench.hybrid import kept_heads
 
@@ -102,6 +107,10 @@ def run_bench(
     kept = kept_heads(keep, heads)
     full = {(i * heads) // kept for i in range(kept)} if kept else set()
     static = LayerPlan(window={h: Window(window) for h in range(heads) if h not in full})
+
+    def like(windowed: tuple[int, ...]) -> Any:
+        return LayerPlan(window={h: Window(window) for h in windowed})
+
     out = []
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)
@@ -111,7 +120,9 @@ def run_bench(
         vis = torch.zeros(1, n, dtype=torch.bool)
         vis[:, 64 : 64 + int(visual_fraction * n)] = True
         route = Route(kept, window, rows=rows, visual=lambda vis=vis: vis)
-        run = _runners(route, static, geo.group_size, (q, k, v))
+        (chosen,) = select_windowed(route, 0, q, k, None, dim**-0.5)  # the routed choice
+        plans = (static, like(chosen))
+        run = _runners(route, plans, geo.group_size, (q, k, v))
         with torch.no_grad():
             for fn in run.values():  # warm-up: allocator, thread pools (not timed)
                 fn()
@@ -119,7 +130,7 @@ def run_bench(
             for rep in range(repeats):
                 for key in list(run) if rep % 2 == 0 else list(run)[::-1]:
                     times[key].append(_timed(run[key]))
-            dense = _runners(route, static, geo.group_size, (q, k, v), dense=True)["dense"]
+            dense = _runners(route, plans, geo.group_size, (q, k, v), dense=True)["dense"]
             times["dense"] = [_timed(dense) for _ in range(dense_repeats)]
         med = {key: statistics.median(vals) for key, vals in times.items() if vals}
         row = {
@@ -128,6 +139,9 @@ def run_bench(
             **{f"{key}_ms": round(val, 2) for key, val in med.items()},
             "estimate_over_hybrid": round(med["estimate"] / med["hybrid"], 5),
             "adaptive_overhead": round(med["adaptive"] / med["hybrid"] - 1.0, 4),
+            "adaptive_over_same_heads": round(med["adaptive"] / med["hybrid_same"] - 1.0, 4),
+            "heads_kept_static": sorted(full),
+            "heads_kept_adaptive": [h for h in range(heads) if h not in chosen],
             "times_ms": {key: [round(x, 1) for x in vals] for key, vals in times.items()},
             "geometry": name, "scope": "attention", "dtype": "float32", "device": "cpu",
             "threads": torch.get_num_threads(), "repeats": repeats, "seed": seed,
@@ -169,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"bench": "adaptive", "rows": rows}))
         return 0
     cols = ("length", "estimate_ms", "hybrid_ms", "adaptive_ms", "dense_ms",
-            "estimate_over_hybrid", "adaptive_overhead", "estimate_over_saved")  # fmt: skip
+            "estimate_over_hybrid", "adaptive_overhead", "adaptive_over_same_heads",
+            "estimate_over_saved")  # fmt: skip
     print("  ".join(f"{c:>20}" for c in cols))
     for row in rows:
         print("  ".join(f"{row.get(c)!s:>20}" for c in cols))
