@@ -62,11 +62,16 @@ def _pick(args: dict[str, Any], names: Sequence[str]) -> Any:
 
 
 def hybrid_args(entry: Any) -> dict[str, Any] | None:
-    """``{"keep", "window", "sinks"}`` of a ``hybrid`` entry (None for other interventions)."""
+    """``{"keep", "window", "sinks"}`` of a static ``hybrid`` entry (None for the others).
+
+    ``hybrid:select=adaptive`` entries are left out: bench rows time the static head sets.
+    """
     spec = entry.intervention_spec or {}
     if spec.get("name") != "hybrid":
         return None
     args = {**(entry.intervention_resolved or {}), **(spec.get("args") or {})}
+    if args.get("select") == "adaptive":
+        return None
     return {
         "keep": _pick(args, _KEEP_NAMES),
         "window": _pick(args, _WINDOW_NAMES),

@@ -7,7 +7,8 @@ output directory:
    Spearman, heatmaps;
 2. ``accuracy/`` — the accuracy grid: baseline, top-k / bottom-k / random-k head
    ablation at a few k (random: several seeded draws), SAP, and hybrid attention at a
-   few keep fractions;
+   few keep fractions, static (the ranking's top heads) and input-adaptive
+   (``select=adaptive``, same keep);
 3. ``bench_hybrid.json`` — dense vs hybrid prefill timing with the FLOP-model bound;
 4. ``diagnose/`` — eRank / RID / TME / MixIG per layer and module;
 5. ``leaderboards/`` — every table (md, csv, json, latex) and figure.
@@ -150,6 +151,10 @@ def _interventions(cfg: ProtocolConfig, ranking: Path, window: int) -> list[Any]
     for keep in cfg.hybrid_keep:
         args = {"keep": keep, "window": window, "ranking": str(ranking)}
         specs.append(InterventionSpec("hybrid", args))
+        # Input-adaptive routing at the same keep fraction: no ranking (issue 22).
+        specs.append(
+            InterventionSpec("hybrid", {"select": "adaptive", "keep": keep, "window": window})
+        )
     return specs
 
 
@@ -305,7 +310,8 @@ def _summary(results: Any, bench_path: Path, out: Path, cfg: ProtocolConfig) -> 
                 key = f"ablate_{args['select']}_k{args['k']}"
                 row.setdefault(key, []).append(_primary(e))
             elif name == "hybrid":
-                row[f"hybrid_keep{args['keep']}"] = _primary(e)
+                adaptive = "_adaptive" if args.get("select") == "adaptive" else ""
+                row[f"hybrid{adaptive}_keep{args['keep']}"] = _primary(e)
             else:
                 row[name] = _primary(e)
         per_task[task] = {k: _mean(v) if isinstance(v, list) else v for k, v in row.items()}

@@ -1,4 +1,5 @@
-"""Sparsity-profile leaderboard table and figure, recomputed independently from the ranking."""
+"""Issue 22 in the leaderboard: sparsity table and figure (recomputed independently from the
+ranking), adaptive hybrid rows kept apart from the static bench join."""
 
 import math
 from pathlib import Path
@@ -53,3 +54,16 @@ def test_sparsity_figure_written(rankings, tmp_path):
     written = write_figures(load_sources([DATA / "run_a"]), tmp_path)
     path = tmp_path / "sparsity.png"
     assert path in written and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_adaptive_hybrid_is_not_joined_to_static_bench_rows():
+    from types import SimpleNamespace
+
+    from leaderboards.speedup import hybrid_args
+
+    def entry(args):
+        return SimpleNamespace(intervention_spec={"name": "hybrid", "args": args},
+                               intervention_resolved={})  # fmt: skip
+
+    assert hybrid_args(entry({"keep": 0.1, "window": 24}))["keep"] == 0.1
+    assert hybrid_args(entry({"select": "adaptive", "keep": 0.1, "window": 24})) is None
