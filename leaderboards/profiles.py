@@ -140,6 +140,7 @@ def sparsity_figure(files: Sequence[RankingFile]) -> Any:
             cum = np.asarray(cumulative_mass(f.ranking.tasks[task].per_sample.mean(axis=0)[None]))
             x = np.arange(1, cum.size + 1) / cum.size
             share = np.diff(np.concatenate([[0.0], cum]))
+            x0, cum0 = np.concatenate([[0.0], x]), np.concatenate([[0.0], cum])  # from (0, 0)
             label = " ".join([names[f.model], *(f"{k}={f.config.get(k)}" for k in differing), task])
             style = {
                 "color": f"C{models.index(f.model) % 10}",
@@ -147,10 +148,11 @@ def sparsity_figure(files: Sequence[RankingFile]) -> Any:
                 "label": label,
             }
             left.plot(x, np.where(share > 0, share, np.nan), **style)
-            right.plot(x, cum, **style)
+            right.plot(x0, cum0, **style)
     left.set_yscale("log")
     left.set_ylabel("share of the total RAM")
     right.set_ylabel("cumulative share of the RAM")
+    right.set_ylim(0.0, 1.02)
     for ax in (left, right):
         ax.set_xlabel("heads sorted by RAM, largest first (fraction of all heads)")
     for level in (0.5, 0.8, 0.9):

@@ -47,6 +47,26 @@ def test_sparsity_table_matches_hand_recomputation(rankings):
         assert r["ci_low"] <= r["ci_high"]
 
 
+def test_two_models_side_by_side(tmp_path):
+    from harness.schema.ranking import Ranking, load_ranking, save_ranking
+
+    base = load_ranking(DATA / "run_a" / "ranking.json")
+    other = Ranking(
+        model={**base.model, "name": "other-model", "pretrained": "other-model"},
+        settings=base.settings,
+        tasks={"refcocog_toy": base.tasks["refcocog_toy"]},
+        num_layers=base.num_layers,
+        num_heads=base.num_heads,
+    )
+    save_ranking(tmp_path / "ranking.json", other)
+    files = load_sources([DATA / "run_a" / "ranking.json", tmp_path / "ranking.json"]).rankings
+    headline, _ = sparsity_tables(files, n_boot=20)
+    models = [(r["model"], r["task"]) for r in headline.rows]
+    assert len(models) == 4 and len({m for m, _ in models}) == 2
+    same = [r for r in headline.rows if r["task"] == "refcocog_toy"]
+    assert same[0]["gini"] == same[1]["gini"]  # the same samples give the same profile
+
+
 def test_sparsity_figure_written(rankings, tmp_path):
     pytest.importorskip("matplotlib")
     from leaderboards.figures import write_figures
