@@ -154,22 +154,30 @@ def run_bench(
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``headscope bench adaptive [options]``; prints a table or ``--json``."""
+def main(argv: list[str] | None = None, description: str | None = None) -> int:
+    """CLI entry: ``headscope bench adaptive [options]``; prints a table or ``--json``.
+
+    ``description``: the ``--help`` text (default: this module's docstring).
+    """
     from harness.bench.decoders import GEOMETRIES
 
-    parser = argparse.ArgumentParser(prog="headscope bench adaptive", description=__doc__)
-    parser.add_argument("--geometry", default="default", choices=sorted(GEOMETRIES))
-    parser.add_argument("--lengths", default="32768", help="comma-separated")
-    parser.add_argument("--keep", type=float, default=0.1)
-    parser.add_argument("--window", type=int, default=512)
-    parser.add_argument("--rows", type=int, default=8, help="estimate query rows")
-    parser.add_argument("--visual-fraction", type=float, default=0.5)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dense-repeats", type=int, default=1, help="0 skips dense")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
+    parser = argparse.ArgumentParser(
+        prog="headscope bench adaptive",
+        description=description or __doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--geometry", default="default", choices=sorted(GEOMETRIES), help="decoder geometry")
+    add("--lengths", default="32768", help="prefill lengths, comma-separated")
+    add("--keep", type=float, default=0.1, help="fraction of heads kept full per layer")
+    add("--window", type=int, default=512, help="window W of the other heads")
+    add("--rows", type=int, default=8, help="query rows of the routing estimate")
+    add("--visual-fraction", type=float, default=0.5, help="share of visual tokens, in (0, 1)")
+    add("--repeats", type=int, default=3, help="timed repetitions (variants interleaved)")
+    add("--dense-repeats", type=int, default=1, help="timed dense runs; 0 skips dense")
+    add("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add("--seed", type=int, default=0, help="inputs seed")
+    add("--json", action="store_true", help='print {"bench": "adaptive", "rows": [...]}')
     args = parser.parse_args(argv)
     if not 0.0 < args.visual_fraction < 1.0:
         parser.error("--visual-fraction must lie in (0, 1)")
