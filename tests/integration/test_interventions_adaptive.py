@@ -74,6 +74,65 @@ def test_adaptive_equals_eager_reference(models, estimate, granularity):
     assert kept == [2 * b * unit for b in fast_info["budget_per_layer"]]
 
 
+def test_adaptive_on_flex_equals_eager_reference(models):
+    from harness.attention.execute import kernels_used, reset_kernels_used
+
+    base, adapter = models
+    inp = visual_inputs(base, seed=6)
+    spec = Hybrid(select="adaptive", keep=0.25, window=3)
+    outs, shares = {}, {}
+    try:
+        for kernel in ("flex_eager", "reference"):
+            set_window_kernel(kernel)
+            reset_kernels_used()
+            with spec.attach(adapter) as info:
+                outs[kernel] = logits(adapter.model, inp)
+            shares[kernel] = info["kept_share"]
+            if kernel == "flex_eager":  # each sample's group ran on flex (left padding is ok)
+                assert set(kernels_used()) == {"flex_eager"}
+    finally:
+        set_window_kernel("auto")
+    assert maxdiff(outs["flex_eager"], outs["reference"], inp) <= 1e-5
+    assert shares["flex_eager"] == shares["reference"]
+
+
+def test_recording_under_routing_needs_one_choice_per_batch(models):
+    from harness.api.heads import Head
+    from harness.attention.plan import AttentionRecorder, Plan, RecordSpec, Window, merge_plans
+    from interventions._common import installed
+
+    base, adapter = models
+    inp = visual_inputs(base, seed=7)
+    adaptive = Hybrid(select="adaptive", keep=0.25, window=3)
+    with adaptive.attach(adapter) as info:
+        logits(adapter.model, inp)
+    assert any(0 < share < 1 for layer in info["kept_share"] for share in layer)  # rows differ
+
+    def record_plan(batch):
+        rows = torch.zeros(batch, SEQ, dtype=torch.bool)
+        rows[:, -2:] = True
+        spec = RecordSpec(AttentionRecorder(), rows, rows)
+        return spec, Plan.build(record=spec, record_layers=[0, 1])
+
+    one = {k: v[1:] for k, v in inp.items()}  # the unpadded sample
+    spec, plan = record_plan(1)
+    with adaptive.attach(adapter) as info, installed(adapter.model, plan, "record"):
+        logits(adapter.model, one)
+    assert set(spec.recorder.mass) == {0, 1}
+    # the same record as under static windows on the heads routing windowed
+    windowed = {Head(layer, h): Window(3) for layer, shares in enumerate(info["kept_share"])
+                for h, share in enumerate(shares) if share == 0.0}  # fmt: skip
+    ref, ref_plan = record_plan(1)
+    with installed(adapter.model, merge_plans(Plan.build(window=windowed), ref_plan), "ref"):
+        logits(adapter.model, one)
+    for layer in (0, 1):
+        assert torch.equal(spec.recorder.mass[layer], ref.recorder.mass[layer])
+    _, plan = record_plan(2)
+    with adaptive.attach(adapter), installed(adapter.model, plan, "record"):
+        with pytest.raises(ValueError, match="route alike"):
+            logits(adapter.model, inp)
+
+
 def test_adaptive_budget_zero_equals_static_hybrid(models):
     base, adapter = models
     inp = visual_inputs(base, seed=3)
