@@ -283,7 +283,9 @@ class SampleLog:
     """Append-only JSONL log of per-sample rows, flushed after every row.
 
     Reading tolerates a torn last line (a crash mid-write): it is dropped and the
-    file truncated to the last complete row, so a resumed run appends cleanly.
+    file truncated to the last complete row, so a resumed run appends cleanly. Any other
+    line that is not a JSON row with a ``doc_id`` is damage, reported with its line number
+    (never truncated away).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -298,14 +300,27 @@ class SampleLog:
         rows: list[dict[str, Any]] = []
         good_end = 0
         pos = 0
-        for line in raw.splitlines(keepends=True):
+        lines = raw.splitlines(keepends=True)
+        for number, line in enumerate(lines, 1):
             pos += len(line)
-            if not line.endswith(b"\n"):
-                break
+            last = number == len(lines)
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
+                row = json.loads(line) if line.endswith(b"\n") or not last else None
+            except ValueError as exc:  # JSON or UTF-8
+                if last:
+                    break  # the torn tail of a crash: dropped below
+                raise ResultsError(
+                    f"{self.path}: line {number} is not valid JSON ({exc}); repair or delete "
+                    "that line, or delete the file to recompute this cell"
+                ) from None
+            if row is None:
                 break
+            if not isinstance(row, dict) or "doc_id" not in row:
+                raise ResultsError(
+                    f"{self.path}: line {number} is not a sample row (no doc_id); repair or "
+                    "delete that line, or delete the file to recompute this cell"
+                )
+            rows.append(row)
             good_end = pos
         if good_end != len(raw):
             with open(self.path, "r+b") as fh:

@@ -125,3 +125,13 @@ def test_lock_in_one_process(tmp_path):
     with OutputLock(tmp_path / "o") as again:
         assert again.stale is None
     assert not (tmp_path / "o").exists()  # created empty, removed empty
+
+
+def test_main_job_refuses_a_directory_another_job_holds(tmp_path, capsys):
+    from harness.cli.main import main
+
+    with OutputLock(tmp_path / "job"):
+        assert main(["run", "--limit", "2", "--output", str(tmp_path / "job")]) == 2
+    err = capsys.readouterr().err
+    assert f"in use by another headscope run (pid {os.getpid()}" in err and "Traceback" not in err
+    assert not (tmp_path / "job").exists()  # nothing was written

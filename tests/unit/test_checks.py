@@ -173,3 +173,18 @@ def test_result_files_follow_the_umask(tmp_path, umask):
         os.umask(old)
     for name in ("r.json", "s.jsonl"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask
+
+
+def test_sample_log_reports_damage_instead_of_truncating_it(tmp_path):
+    path = tmp_path / "s.jsonl"
+    good = '{"doc_id": "a"}\n{"doc_id": "b"}\n'
+    path.write_text(good + '{"doc_id": "c", "out')  # torn tail of a crash: dropped
+    assert [r["doc_id"] for r in SampleLog(path).read()] == ["a", "b"]
+    assert path.read_text() == good
+    path.write_text('{"doc_id": "a"}\nnot json\n{"doc_id": "b"}\n')
+    with pytest.raises(ResultsError, match=r"s\.jsonl: line 2 is not valid JSON"):
+        SampleLog(path).read()
+    path.write_text('{"doc_id": "a"}\n[1, 2]\n{"doc_id": "b"}\n')
+    with pytest.raises(ResultsError, match=r"line 2 is not a sample row"):
+        SampleLog(path).read()
+    assert path.read_text().count("\n") == 3  # nothing truncated away
