@@ -190,6 +190,7 @@ def sample_frames(
         if not container.streams.video:
             raise SampleError(f"video file {str(path)!r} has no video stream")
         stream = container.streams.video[0]
+        _check_frame_size(stream, path)
         stream.thread_type = "AUTO"
         rate = stream.average_rate or stream.guessed_rate
         fps = float(rate) if rate else 0.0
@@ -315,3 +316,16 @@ class VideoFinder:
         if hit is None:
             raise SampleError(f"{self.what} file {name!r} not found under {str(self.root)!r}")
         return hit
+
+
+def _check_frame_size(stream: Any, path: Path) -> None:
+    """Refuse frames larger than PIL accepts from an image file (2 × ``MAX_IMAGE_PIXELS``)."""
+    from PIL import Image
+
+    width, height = int(stream.width or 0), int(stream.height or 0)
+    limit = 2 * (Image.MAX_IMAGE_PIXELS or float("inf"))
+    if width * height > limit:
+        raise SampleError(
+            f"video {str(path)!r}: {width}×{height} frames are over the {limit:.0f}-pixel "
+            "limit (too large to decode safely)"
+        )

@@ -188,3 +188,27 @@ def test_sample_log_reports_damage_instead_of_truncating_it(tmp_path):
     with pytest.raises(ResultsError, match=r"line 2 is not a sample row"):
         SampleLog(path).read()
     assert path.read_text().count("\n") == 3  # nothing truncated away
+
+
+def test_oversized_video_frames_are_refused_before_decoding():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from harness.api.task import SampleError
+    from harness.media.video import _check_frame_size
+
+    _check_frame_size(SimpleNamespace(width=1920, height=1080), Path("ok.mp4"))
+    with pytest.raises(SampleError, match=r"big\.mp4.*30000×30000 frames.*too large"):
+        _check_frame_size(SimpleNamespace(width=30000, height=30000), Path("big.mp4"))
+
+
+def test_oversized_pdf_pages_are_refused_before_rendering(tmp_path):
+    pytest.importorskip("pymupdf")
+    from harness.api.task import SampleError
+    from harness.media.pdf import render_pages
+    from tests.fixtures.make_image_doc_fixtures import make_pdf
+
+    make_pdf(tmp_path / "huge.pdf", 1, size=(14400, 14400))  # 200 × 200 inches
+    with pytest.raises(SampleError, match=r"huge\.pdf.*page 0 would render to 28800×28800"):
+        render_pages(tmp_path / "huge.pdf", dpi=144)
+    assert render_pages(tmp_path / "huge.pdf", dpi=1)[0].size == (200, 200)
