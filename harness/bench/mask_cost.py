@@ -96,24 +96,57 @@ def run_mask_cost(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``headscope bench masks [options]``; prints the row as JSON."""
+def main(argv: list[str] | None = None, description: str | None = None) -> int:
+    """CLI entry: ``headscope bench masks [options]``; prints the row as JSON.
+
+    ``description``: the ``--help`` text (default: this module's docstring).
+    """
     from harness.bench.decoders import GEOMETRIES
     from harness.bench.hybrid import KERNEL_CHOICES
 
-    parser = argparse.ArgumentParser(prog="headscope bench masks", description=__doc__)
-    parser.add_argument("--geometry", default="default", choices=sorted(GEOMETRIES))
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--min-length", type=int, default=4096)
-    parser.add_argument("--max-length", type=int, default=16384)
-    parser.add_argument("--keep", type=float, default=0.05)
-    parser.add_argument("--window", type=int, default=1024)
-    parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES)
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="headscope bench masks",
+        description=description or __doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--geometry",
+        default="default",
+        choices=sorted(GEOMETRIES),
+        help="decoder layer geometry (as bench hybrid)",
+    )
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers built")
+    parser.add_argument(
+        "--samples", type=int, default=20, help="prefills timed (one per drawn length)"
+    )
+    parser.add_argument("--min-length", type=int, default=4096, help="shortest sample (tokens)")
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=16384,
+        help="longest sample (tokens; also the warm-up length)",
+    )
+    parser.add_argument(
+        "--keep", type=float, default=0.05, help="fraction of heads kept full per layer"
+    )
+    parser.add_argument("--window", type=int, default=1024, help="window W of the other heads")
+    parser.add_argument(
+        "--kernel",
+        default="auto",
+        choices=KERNEL_CHOICES,
+        help="window kernel (auto: flex on CUDA)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="weights and activations",
+    )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
+    parser.add_argument("--seed", type=int, default=0, help="weights, inputs and lengths seed")
     args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not __import__("torch").cuda.is_available():
+        parser.error(f"--device {args.device}: no CUDA device here (use --device cpu)")
     if not 1 <= args.min_length <= args.max_length or args.samples < 1:
         parser.error("need 1 ≤ --min-length ≤ --max-length and --samples ≥ 1")
     row = run_mask_cost(

@@ -298,23 +298,48 @@ def run_ttft(
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``headscope bench ttft [options]``; prints one JSON row per model."""
+def main(argv: list[str] | None = None, description: str | None = None) -> int:
+    """CLI entry: ``headscope bench ttft [options]``; prints one JSON row per model.
+
+    ``description``: the ``--help`` text (default: this module's docstring).
+    """
     from harness.bench.hybrid import KERNEL_CHOICES
 
-    parser = argparse.ArgumentParser(prog="headscope bench ttft", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="headscope bench ttft",
+        description=description or __doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--model", default="qwen3_vl_4b", help=f"comma-separated: {sorted(MODELS)}")
-    parser.add_argument("--frames", type=int, default=64)
-    parser.add_argument("--frame-size", type=int, default=448)
+    parser.add_argument("--frames", type=int, default=64, help="frames of the synthetic video")
+    parser.add_argument("--frame-size", type=int, default=448, help="frame width and height (px)")
     parser.add_argument("--shrink", action="store_true", help="tiny towers (CPU tests)")
-    parser.add_argument("--keep", type=float, default=0.05)
-    parser.add_argument("--window", type=int, default=1024)
-    parser.add_argument("--sinks", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES)
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="bfloat16")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--keep", type=float, default=0.05, help="fraction of heads kept full per layer"
+    )
+    parser.add_argument("--window", type=int, default=1024, help="window W of the other heads")
+    parser.add_argument(
+        "--sinks", type=int, default=0, help="attention-sink tokens of windowed heads"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed prefills per variant (after one warm-up)"
+    )
+    parser.add_argument(
+        "--kernel",
+        default="auto",
+        choices=KERNEL_CHOICES,
+        help="window kernel (auto: flex on CUDA)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="bfloat16",
+        help="weights and activations",
+    )
+    parser.add_argument(
+        "--device", default="cuda", help="cuda[:i] (real sizes) or cpu (with --shrink)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="weights and video seed")
     args = parser.parse_args(argv)
     names = [m for m in args.model.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
@@ -322,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown model(s) {unknown} (known: {sorted(MODELS)})")
     if args.frames < 2 or args.frame_size < 32:
         parser.error("need --frames ≥ 2 and --frame-size ≥ 32")
+    if args.device.startswith("cuda") and not __import__("torch").cuda.is_available():
+        parser.error(f"--device {args.device}: no CUDA device here (use --device cpu)")
     for name in names:
         row = run_ttft(
             name, frames=args.frames, frame_size=args.frame_size, shrink=args.shrink,

@@ -52,3 +52,24 @@ def test_ttft_cli_refuses_unknown_models(capsys):
     with pytest.raises(SystemExit):
         main(["--model", "gpt4v"])
     assert "unknown model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bench", ["masks", "ttft"])
+def test_bench_help_documents_every_flag(bench, capsys):
+    from harness.cli import main as cli
+    from tests.integration.test_cli_flags import _options_without_help
+
+    with pytest.raises(SystemExit):
+        cli.main(["bench", bench, "--help"])
+    text = capsys.readouterr().out
+    assert _options_without_help(text) == [] and "--kernel" in text
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+@pytest.mark.parametrize("bench", ["masks", "ttft"])
+def test_bench_refuses_cuda_without_a_gpu(bench, capsys):
+    from harness.cli import main as cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["bench", bench, "--device", "cuda"])
+    assert "no CUDA device here" in capsys.readouterr().err
