@@ -4,28 +4,40 @@ A :class:`Layout` lists, in feature order (the order features are scattered into
 ``input_ids`` image/video positions), the source of each visual token (image ``i``, or video
 frame ``f`` as ``FRAME + f``; ``NO_SOURCE`` for tokens that cover nothing, e.g. a video's
 trailing newline) and its footprint: the rectangle of original-image pixels whose content
-reaches the token (NaN for tokens without a footprint, such as row newlines).
+reaches the token (NaN for tokens without a footprint, such as row newlines). Ω(V*) is then
+the set of tokens that :func:`harness.models.hf.overlapping` (the one evidence rule) selects.
 
-The geometry helpers below replay the preprocessing of the LLaVA, LLaVA-NeXT, LLaVA-OneVision
-and InternVL processors (resize, pad, crop, tile, unpad, bilinear pooling) as affine maps
-between original pixels and vision-tower pixels; they are checked against the real processor
-and vision tower by the token-local test in ``tests/integration/test_evidence_llava.py``.
+The geometry helpers below replay the processors' preprocessing (pad, resize, crop, tile) as
+exact integer affine maps per axis (:class:`Axis`) and the vision towers' patch grids as pixel
+spans (:func:`patch_spans`); model-side pooling (``nn.functional.interpolate``) is read from
+torch itself (:func:`bilinear_sources`). They are held to equality with the models' own
+token-local tracing by ``tests/integration/test_evidence_conformance.py``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from harness.api.payloads import Box, BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
+from harness.models.hf import overlapping
 
 if TYPE_CHECKING:
     import numpy as np
 
     from harness.api.payloads import Evidence, Request
 
-__all__ = ["Layout", "View", "FRAME", "NO_SOURCE", "select_tokens"]
+__all__ = [
+    "Axis",
+    "FRAME",
+    "Layout",
+    "NO_SOURCE",
+    "View",
+    "bilinear_sources",
+    "patch_spans",
+    "select_tokens",
+]
 
 FRAME = 1 << 20
 """Source id offset of video frames: frame ``f`` of ``Request.video`` has source ``FRAME + f``."""
@@ -33,48 +45,106 @@ NO_SOURCE = -1
 
 
 @dataclass(frozen=True)
-class View:
-    """An axis-aligned affine map from original pixels to a vision-tower canvas.
+class Axis:
+    """One axis of a preprocessing chain: pad by ``pre``, resize ``old`` → ``new``, shift ``post``.
 
-    ``u = x * sx + ox`` and ``v = y * sy + oy`` (PIL resizes map output pixel ``u`` to
-    input ``[u / sx, (u + 1) / sx)``, so pixel edges map exactly).
+    A canvas pixel edge ``u`` lies at original ``x = (u - post) · old / new - pre``. PIL's
+    resize maps output pixel ``u`` to input ``[u · old / new, (u + 1) · old / new)``, so pixel
+    edges map exactly; every term is an integer, so an edge that falls on an integer pixel
+    boundary is computed exactly (one correctly rounded division), never as 99.99999999999999.
     """
 
-    sx: float
-    sy: float
-    ox: float = 0.0
-    oy: float = 0.0
+    old: int
+    new: int
+    pre: int = 0
+    post: int = 0
 
-    def then(self, sx: float = 1.0, sy: float = 1.0, ox: float = 0.0, oy: float = 0.0) -> View:
-        """Compose: this view, then another scale/offset step."""
-        return View(self.sx * sx, self.sy * sy, self.ox * sx + ox, self.oy * sy + oy)
+    def to_original(self, u: np.ndarray) -> np.ndarray:
+        """Original-pixel coordinate of canvas pixel edges ``u``."""
+        return (u - self.post) * self.old / self.new - self.pre
 
-    def cells(self, rows: np.ndarray, cols: np.ndarray, cell_h: float, cell_w: float) -> np.ndarray:
-        """Original-pixel rectangles of canvas cells spanning ``rows``×``cols`` index ranges.
+
+@dataclass(frozen=True)
+class View:
+    """The two axes of a preprocessing chain (original image → one vision-tower canvas)."""
+
+    x: Axis
+    y: Axis
+
+    @classmethod
+    def squash(cls, width: int, height: int, new_w: int, new_h: int) -> View:
+        """A plain resize of the whole image to ``new_w`` × ``new_h`` (aspect not kept)."""
+        return cls(Axis(width, new_w), Axis(height, new_h))
+
+    def rects(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        """Original-pixel footprints of tokens spanning canvas rows ``ys`` and columns ``xs``.
 
         Args:
-            rows: (N, 2) first and last (inclusive) canvas cell row of each token.
-            cols: (N, 2) first and last (inclusive) canvas cell column of each token.
-            cell_h: Cell height in canvas pixels.
-            cell_w: Cell width in canvas pixels.
+            ys: (N, 2) ``[start, end)`` canvas pixel rows of each token.
+            xs: (N, 2) ``[start, end)`` canvas pixel columns of each token.
 
         Returns:
-            (N, 4) ``x1, y1, x2, y2`` in original pixels.
+            (N, 4) ``x1, y1, x2, y2`` in original pixels (x2/y2 exclusive).
         """
         import numpy as np
 
-        x1 = (cols[:, 0] * cell_w - self.ox) / self.sx
-        x2 = ((cols[:, 1] + 1) * cell_w - self.ox) / self.sx
-        y1 = (rows[:, 0] * cell_h - self.oy) / self.sy
-        y2 = ((rows[:, 1] + 1) * cell_h - self.oy) / self.sy
-        return np.stack([x1, y1, x2, y2], axis=1)
+        x1, x2 = self.x.to_original(xs[:, 0]), self.x.to_original(xs[:, 1])
+        y1, y2 = self.y.to_original(ys[:, 0]), self.y.to_original(ys[:, 1])
+        return np.stack([x1, y1, x2, y2], axis=1).astype(np.float64)
 
-    def grid(self, n_rows: int, n_cols: int, cell_h: float, cell_w: float) -> np.ndarray:
-        """Rectangles of a row-major ``n_rows``×``n_cols`` grid of single cells."""
+    def grid(self, row_spans: np.ndarray, col_spans: np.ndarray) -> np.ndarray:
+        """Footprints of the row-major grid ``row_spans`` × ``col_spans``, one token per cell."""
         import numpy as np
 
-        r, c = np.divmod(np.arange(n_rows * n_cols), n_cols)
-        return self.cells(np.stack([r, r], 1), np.stack([c, c], 1), cell_h, cell_w)
+        r, c = np.divmod(np.arange(len(row_spans) * len(col_spans)), len(col_spans))
+        return self.rects(row_spans[r], col_spans[c])
+
+
+def patch_spans(n_crops: int, tile: int, patch: int) -> np.ndarray:
+    """Canvas pixel span ``[start, end)`` of each feature index along one axis.
+
+    The canvas is ``n_crops`` crops of ``tile`` px side by side; in each crop the vision tower's
+    patch embedding (a convolution with kernel = stride = ``patch``, no padding) makes
+    ``tile // patch`` features, feature ``k`` seeing ``[k · patch, (k + 1) · patch)``. The last
+    ``tile % patch`` px of a crop are never seen (SigLIP 384/14: 27 patches cover 0–377).
+
+    Returns:
+        (n_crops · (tile // patch), 2) int spans.
+    """
+    import numpy as np
+
+    grid = tile // patch
+    crop, k = np.divmod(np.arange(n_crops * grid), grid)
+    start = crop * tile + k * patch
+    return np.stack([start, start + patch], axis=1)
+
+
+@lru_cache(maxsize=512)
+def bilinear_sources(n_in: int, n_out: int) -> np.ndarray:
+    """Input index range (first, last) feeding each output of a bilinear resize, as torch does it.
+
+    The model calls ``nn.functional.interpolate(mode="bilinear", align_corners=False)``
+    (OneVision's ``pack_image_features`` for ``anyres_max_N`` and ``apply_pooling`` for video).
+    Its source index ``(i + 0.5) · n_in / n_out − 0.5`` is computed in float32 with fused
+    multiply-adds, so where exact arithmetic gives an integer torch may give a tiny weight to
+    the neighbour (104 → 40, output 12 reads inputs 31 and 32, not 32 alone). The pattern is
+    therefore read from torch itself: interpolate the identity along one axis (float32, CPU)
+    and keep the inputs with a non-zero weight.
+
+    Returns:
+        (n_out, 2) int array of (first, last) input index.
+    """
+    import numpy as np
+    import torch
+
+    eye = torch.eye(n_in, dtype=torch.float32).reshape(1, n_in, n_in, 1)
+    weights = torch.nn.functional.interpolate(eye, size=(n_out, 1), mode="bilinear")[0, :, :, 0]
+    used = (weights != 0).numpy()  # (n_in, n_out)
+    first = used.argmax(axis=0)
+    last = n_in - 1 - used[::-1].argmax(axis=0)
+    out = np.stack([first, last], axis=1)
+    out.flags.writeable = False
+    return out
 
 
 @dataclass
@@ -118,41 +188,20 @@ class Layout:
     def __len__(self) -> int:
         return len(self.source)
 
-    def covering(self, source: int, box: Box) -> np.ndarray:
-        """Indices of the tokens of ``source`` whose footprint overlaps ``box`` (clipped)."""
+    def covering(self, source: int, box: Box | None = None) -> np.ndarray:
+        """Indices of the tokens of ``source`` that :func:`overlapping` selects for ``box``.
+
+        ``box=None`` stands for the whole medium (every token that sees any of its pixels:
+        not the row newlines, not the tokens that see only padding).
+        """
         import numpy as np
 
         if source not in self.sizes:
             raise EvidenceError(f"evidence refers to a medium the request does not show ({source})")
         width, height = self.sizes[source]
-        clipped = box.clip(width, height)
-        if clipped is None:
-            raise EvidenceError(f"box {box.as_tuple()} lies outside the {width}×{height} image")
-        r = self.rects
-        with np.errstate(invalid="ignore"):
-            ix = np.minimum(r[:, 2], clipped.x2) - np.maximum(r[:, 0], clipped.x1)
-            iy = np.minimum(r[:, 3], clipped.y2) - np.maximum(r[:, 1], clipped.y1)
-            hit = (self.source == source) & (ix > 0) & (iy > 0)
-        return np.flatnonzero(hit)
-
-
-def bilinear_sources(n_in: int, n_out: int) -> np.ndarray:
-    """Input index range (first, last) feeding each output of a bilinear resize.
-
-    Replays ``torch.nn.functional.interpolate(mode="bilinear", align_corners=False)``
-    along one axis: output ``i`` reads ``floor(s)`` and ``floor(s) + 1`` at
-    ``s = max((i + 0.5) · n_in / n_out − 0.5, 0)``; a zero weight drops the second.
-    """
-    import numpy as np
-
-    out = np.zeros((n_out, 2), dtype=np.int64)
-    scale = n_in / n_out
-    for i in range(n_out):
-        src = max(scale * (i + 0.5) - 0.5, 0.0)
-        lo = min(int(math.floor(src)), n_in - 1)
-        hi = lo + 1 if (lo < n_in - 1 and src - lo > 0) else lo
-        out[i] = (lo, hi)
-    return out
+        box = Box(0, 0, width, height) if box is None else box
+        mine = np.flatnonzero(self.source == source)
+        return mine[overlapping(self.rects[mine], box, (width, height))]
 
 
 def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.ndarray:
@@ -178,10 +227,7 @@ def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.nd
             if source not in layout.sizes:
                 raise EvidenceError(f"page {page} is not shown in the request")
             boxes = evidence.boxes.get(page, ())
-            if boxes:
-                parts.extend(layout.covering(source, box) for box in boxes)
-            else:
-                parts.append(np.flatnonzero(layout.source == source))
+            parts.extend(layout.covering(source, box) for box in boxes or (None,))
     else:
         raise EvidenceError(f"unsupported evidence type {type(evidence).__name__}")
     chosen = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)

@@ -10,6 +10,11 @@ it may override :meth:`HFAdapter.build_messages` and :meth:`HFAdapter.processor_
 
 Token positions everywhere are indices into the *unpadded* ``input_ids`` of one request; in a
 left-padded batch, row ``b``'s position ``p`` sits at column ``p + pad_b``.
+
+Evidence → tokens: every family describes where each visual token looks (a footprint in
+original pixels, from its processor's and vision tower's own geometry) and selects Ω(V*) with
+the one rule :func:`overlapping`: any positive-area overlap with the evidence, x2/y2
+exclusive, float round-off tolerated. A whole page is the box of the page.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.api.model import ModelAdapter
-from harness.api.payloads import Generation, Request
+from harness.api.payloads import Box, EvidenceError, Generation, Request
 from harness.models.loading import load_pretrained, torch_dtype
 
 if TYPE_CHECKING:
@@ -34,7 +39,46 @@ __all__ = [
     "positions_of",
     "instruction_positions",
     "generate_greedy",
+    "OVERLAP_TOL",
+    "overlapping",
 ]
+
+OVERLAP_TOL = 1e-6
+"""Overlaps of at most this many original pixels count as touching, not overlapping. Float
+round-off of footprint edges (100 · (196 / 700) / 28 = 1.0000000000000002) stays far below it."""
+
+
+def overlapping(rects: Any, box: Box, size: tuple[int, int]) -> Any:
+    """THE evidence rule, used by every family: which token footprints the evidence covers.
+
+    A footprint is the rectangle of original pixels whose content reaches a token (NaN rows:
+    none). It covers ``box`` when it shares positive area with the part of the box inside the
+    ``size`` image: rectangles are half-open ``[x1, x2) × [y1, y2)`` (x2/y2 exclusive) and the
+    overlap must exceed :data:`OVERLAP_TOL` on both axes. A box edge on a token boundary takes
+    no extra row or column; a 1-px box takes the tokens that see that pixel; tokens that see
+    only padding or the part of a crop the model cuts away are never taken.
+
+    Args:
+        rects: (N, 4) ``x1, y1, x2, y2`` footprints in original pixels.
+        box: Evidence box in original pixels.
+        size: (width, height) of the medium.
+
+    Returns:
+        (N,) bool mask.
+
+    Raises:
+        EvidenceError: the box lies outside the image.
+    """
+    import numpy as np
+
+    clipped = box.clip(*size)
+    if clipped is None:
+        raise EvidenceError(f"box {box.as_tuple()} lies outside the {size[0]}×{size[1]} image")
+    r = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
+    with np.errstate(invalid="ignore"):
+        ix = np.minimum(r[:, 2], clipped.x2) - np.maximum(r[:, 0], clipped.x1)
+        iy = np.minimum(r[:, 3], clipped.y2) - np.maximum(r[:, 1], clipped.y1)
+        return (ix > OVERLAP_TOL) & (iy > OVERLAP_TOL)
 
 
 def media_of(request: Request) -> tuple[list[Any], list[Any]]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from harness.api.model import box_numbers, parse_box_text
 from harness.api.payloads import Box, Request
 from harness.api.registry import model_family
-from harness.models._layout import FRAME, Layout, View
+from harness.models._layout import FRAME, Layout, View, patch_spans
 from harness.models.llava import LlavaAdapter
 
 if TYPE_CHECKING:
@@ -35,18 +35,21 @@ def tile_rects(
     height: int,
     *,
     tile: int,
-    grid: int,
+    cell: int,
     min_tiles: int = 1,
     max_tiles: int = 12,
     crop_to_patches: bool = True,
 ) -> np.ndarray:
     """Footprints of one InternVL image: tiles row-major, then the thumbnail (> 1 tile).
 
+    Replays ``GotOcr2ImageProcessorPil.crop_image_to_patches`` (``get_optimal_tiled_canvas``,
+    a squash onto ``cols·tile × rows·tile``, row-major tiles, a squashed thumbnail last).
+
     Args:
         width: Original width.
         height: Original height.
         tile: Tile size in pixels.
-        grid: Tokens per tile side (``sqrt(image_seq_length)``).
+        cell: Pixels per token side (patch size / pixel-shuffle ``downsample_ratio``).
         min_tiles: The image processor's ``min_patches``.
         max_tiles: The image processor's ``max_patches``.
         crop_to_patches: False shows the image as a single squashed tile.
@@ -59,18 +62,19 @@ def tile_rects(
         get_optimal_tiled_canvas,
     )
 
-    cell = tile / grid
-    thumb = View(tile / width, tile / height).grid(grid, grid, cell, cell)
+    one = patch_spans(1, tile, cell)
+    thumb = View.squash(width, height, tile, tile).grid(one, one)
     if not crop_to_patches or max_tiles <= 1:
         return thumb
     cols, rows = get_optimal_tiled_canvas((height, width), (tile, tile), min_tiles, max_tiles)
-    view = View(cols * tile / width, rows * tile / height)
-    r, c = np.divmod(np.arange(grid * grid), grid)
+    view = View.squash(width, height, cols * tile, rows * tile)
+    row_spans, col_spans = patch_spans(rows, tile, cell), patch_spans(cols, tile, cell)
+    grid = len(one)
     parts = []
     for t in range(rows * cols):
         tr, tc = divmod(t, cols)
-        rr, cc = r + tr * grid, c + tc * grid
-        parts.append(view.cells(np.stack([rr, rr], 1), np.stack([cc, cc], 1), cell, cell))
+        rs, cs = row_spans[tr * grid : (tr + 1) * grid], col_spans[tc * grid : (tc + 1) * grid]
+        parts.append(view.grid(rs, cs))
     if rows * cols > 1:
         parts.append(thumb)
     return np.concatenate(parts)
@@ -113,20 +117,30 @@ class InternVLAdapter(LlavaAdapter):
         return {"crop_to_patches": self.crop_to_patches}
 
     # -- geometry --------------------------------------------------------------------------
-    def _tile_grid(self) -> tuple[int, int]:
+    def tile_cell(self) -> tuple[int, int]:
+        """(tile, cell) in pixels: the processor's tile size and the tower's pixels per token.
+
+        A token is ``1 / downsample_ratio`` patches wide after the pixel shuffle (448² tiles,
+        patch 14, ratio 0.5 → 28-px cells, 16×16 = ``image_seq_length`` 256 tokens per tile).
+        """
+        config = self.model.config
         tile = int(self.processor.image_processor.size["height"])
-        grid = round(int(self.processor.image_seq_length) ** 0.5)
-        return tile, grid
+        patch = config.vision_config.patch_size
+        patch = int(patch[0] if isinstance(patch, list | tuple) else patch)
+        cell = round(patch / float(config.downsample_ratio))
+        if (tile // cell) ** 2 != int(self.processor.image_seq_length):
+            raise NotImplementedError(f"{tile}-px tiles of {cell}-px cells ≠ image_seq_length")
+        return tile, cell
 
     def add_image(self, layout: Layout, source: int, size: tuple[int, int], shown: int) -> None:
         """Tiles row-major, thumbnail last (more than one tile)."""
         proc = self.processor.image_processor
-        tile, grid = self._tile_grid()
+        tile, cell = self.tile_cell()
         rects = tile_rects(
             size[0],
             size[1],
             tile=tile,
-            grid=grid,
+            cell=cell,
             min_tiles=int(proc.min_patches),
             max_tiles=int(proc.max_patches),
             crop_to_patches=self.crop_to_patches,
@@ -135,7 +149,7 @@ class InternVLAdapter(LlavaAdapter):
 
     def add_video(self, layout: Layout, frames: tuple[Any, ...], shown: int) -> None:
         """One squashed tile per frame."""
-        tile, grid = self._tile_grid()
+        tile, cell = self.tile_cell()
         for position, frame in enumerate(frames):
-            rects = tile_rects(*frame.size, tile=tile, grid=grid, crop_to_patches=False)
+            rects = tile_rects(*frame.size, tile=tile, cell=cell, crop_to_patches=False)
             layout.add(FRAME + position, rects, frame.size)

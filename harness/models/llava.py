@@ -13,9 +13,9 @@ Answer coordinates: LLaVA models write boxes as ``[x1, y1, x2, y2]`` in [0, 1] r
 the image (``normalized``); that is how LLaVA-1.5 was trained on RefCOCO-style data.
 
 Evidence → tokens: :meth:`LlavaAdapter.layout` gives every visual token's footprint in
-original pixels (:mod:`harness.models._layout`); Ω(V*) is the set of tokens whose footprint
-overlaps the evidence box. Subclasses only describe their geometry (:meth:`add_image`,
-:meth:`add_video`).
+original pixels (:mod:`harness.models._layout`); Ω(V*) is what the one evidence rule
+(:func:`harness.models.hf.overlapping`) selects from them. Subclasses only describe their
+geometry (:meth:`add_image`, :meth:`add_video`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.api.model import TokenSpans
 from harness.api.registry import model_family
-from harness.models._layout import FRAME, Layout, View, select_tokens
+from harness.models._layout import FRAME, Axis, Layout, View, patch_spans, select_tokens
 from harness.models.hf import HFAdapter, instruction_positions
 
 if TYPE_CHECKING:
@@ -53,23 +53,24 @@ def crop_view(
     Returns:
         The view and the canvas (width, height) the vision tower sees.
     """
-    view, cw, ch = View(1.0, 1.0), width, height
-    if pad_to_square and width != height:
+    pre_x = pre_y = 0
+    cw, ch = width, height
+    if pad_to_square and width != height:  # pad_to_square: pasted at (side − size) // 2
         side = max(width, height)
-        view = view.then(ox=(side - width) // 2, oy=(side - height) // 2)
-        cw = ch = side
-    if size.get("shortest_edge"):
+        pre_x, pre_y, cw, ch = (side - width) // 2, (side - height) // 2, side, side
+    if size.get("shortest_edge"):  # image_transforms.get_resize_output_image_size
         short, long = sorted((cw, ch))
         new_short, new_long = size["shortest_edge"], int(size["shortest_edge"] * long / short)
         nw, nh = (new_short, new_long) if cw <= ch else (new_long, new_short)
     else:
         nw, nh = size["width"], size["height"]
-    view, cw, ch = view.then(nw / cw, nh / ch), nw, nh
-    if crop:
-        # transformers' center_crop starts at (H − h) // 2, also when it has to pad first.
-        view = view.then(ox=-((cw - crop["width"]) // 2), oy=-((ch - crop["height"]) // 2))
-        cw, ch = crop["width"], crop["height"]
-    return view, cw, ch
+    post_x = post_y = 0
+    cx, cy = nw, nh
+    if crop:  # image_transforms.center_crop starts at (H − h) // 2
+        post_x, post_y = -((nw - crop["width"]) // 2), -((nh - crop["height"]) // 2)
+        cx, cy = crop["width"], crop["height"]
+    view = View(Axis(cw, nw, pre_x, post_x), Axis(ch, nh, pre_y, post_y))
+    return view, cx, cy
 
 
 @model_family("llava")
@@ -143,4 +144,4 @@ class LlavaAdapter(HFAdapter):
         extra = int(getattr(self.processor, "num_additional_image_tokens", 0) or 0)
         if self.model.config.vision_feature_select_strategy == "full" and extra:
             layout.add_blank(source, extra)  # CLS kept: it is not a spatial patch
-        layout.add(source, view.grid(ch // patch, cw // patch, patch, patch), size)
+        layout.add(source, view.grid(patch_spans(1, ch, patch), patch_spans(1, cw, patch)), size)

@@ -3,7 +3,8 @@
 Visual tokens, in feature order:
 
 - one image in the request: as LLaVA-NeXT (base view, then the unpadded anyres grid with a
-  newline per row) on a SigLIP tower without CLS (384/14 → 27×27 per crop); when the unpadded
+  newline per row) on a SigLIP tower without CLS (384/14 → 27×27 per crop: 27 patches of
+  14 px cover pixels 0–377 of a crop, the last 6 px are never seen); when the unpadded
   grid exceeds ``anyres_max_9`` (nine crops' worth of tokens, by a factor > 1.1) it is shrunk
   bilinearly, so each token covers the cells it interpolates;
 - several images: each padded to a centred square, resized to one crop, 27×27 tokens + one
@@ -25,7 +26,14 @@ from typing import Any, ClassVar
 
 from harness.api.payloads import Request
 from harness.api.registry import model_family
-from harness.models._layout import FRAME, NO_SOURCE, Layout, View, bilinear_sources
+from harness.models._layout import (
+    FRAME,
+    NO_SOURCE,
+    Layout,
+    View,
+    bilinear_sources,
+    patch_spans,
+)
 from harness.models.llava import crop_view
 from harness.models.llava_next import LlavaNextAdapter
 
@@ -55,30 +63,33 @@ class LlavaOnevisionAdapter(LlavaNextAdapter):
         if shown == 1:
             super().add_image(layout, source, size, shown)
             return
-        tile, grid = self.tile_grid()
+        tile, patch = self.tile_patch()
+        # _preprocess without patching: pad_to_square (mean colour), then resize to the crop
         view, _, _ = crop_view(
             size[0], size[1], size={"height": tile, "width": tile}, crop=None, pad_to_square=True
         )
-        cell = tile / grid
-        layout.add(source, view.grid(grid, grid, cell, cell), size)
+        spans = patch_spans(1, tile, patch)
+        layout.add(source, view.grid(spans, spans), size)
         layout.add_blank(source)
 
-    def video_grid(self) -> int:
-        """Pooled tokens per side of a video frame (ceil(grid / 2))."""
-        return math.ceil(self.tile_grid()[1] / 2)
+    def video_tile(self) -> int:
+        """Side of the square every frame is resized to (the video processor's ``size``)."""
+        size = dict(self.processor.video_processor.size)
+        if size.get("height") != size.get("width"):
+            raise NotImplementedError(f"video size {size} is not square")
+        return int(size["height"])
 
     def add_video(self, layout: Layout, frames: tuple[Any, ...], shown: int) -> None:
         """Per frame the pooled grid (tokens cover the cells they interpolate), then a newline."""
         import numpy as np
 
-        tile, grid = self.tile_grid()
-        pooled = self.video_grid()
-        src = bilinear_sources(grid, pooled)
-        r, c = np.divmod(np.arange(pooled * pooled), pooled)
+        tile, patch = self.video_tile(), self.tile_patch()[1]
+        spans = patch_spans(1, tile, patch)
+        src = bilinear_sources(len(spans), math.ceil(len(spans) / 2))  # apply_pooling
+        pooled = np.stack([spans[src[:, 0], 0], spans[src[:, 1], 1]], 1)
         for position, frame in enumerate(frames):
-            w, h = frame.size
-            rects = View(tile / w, tile / h).cells(src[r], src[c], tile / grid, tile / grid)
-            layout.add(FRAME + position, rects, (w, h))
+            view = View.squash(frame.size[0], frame.size[1], tile, tile)
+            layout.add(FRAME + position, view.grid(pooled, pooled), frame.size)
         layout.add_blank(NO_SOURCE)
 
     # -- inputs ------------------------------------------------------------------------------

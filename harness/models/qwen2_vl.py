@@ -17,7 +17,6 @@ Registered model args (``ModelSpec.args``) go to ``AutoProcessor.from_pretrained
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 from harness.api.model import TokenSpans
@@ -32,7 +31,8 @@ from harness.api.payloads import (
     Video,
 )
 from harness.api.registry import model_family
-from harness.models.hf import HFAdapter, instruction_positions, positions_of
+from harness.models._layout import View, patch_spans
+from harness.models.hf import HFAdapter, instruction_positions, overlapping, positions_of
 
 __all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
 
@@ -50,12 +50,17 @@ def video_metadata(video: Video) -> dict[str, Any]:
 
 
 def box_cells(
-    box: Box, image_size: tuple[int, int], resized_size: tuple[int, int], cell: int
+    box: Box | None, image_size: tuple[int, int], resized_size: tuple[int, int], cell: int
 ) -> list[int]:
-    """Row-major indices of the ``cell``-px squares of the resized image that ``box`` touches.
+    """Row-major indices of the ``cell``-px squares of the resized image that ``box`` covers.
+
+    The image is squashed (aspect kept up to rounding, HF's ``smart_resize``) to
+    ``resized_size``, multiples of ``cell`` = patch · merge; merged token ``k`` sees one
+    square. Selection is the one evidence rule, :func:`harness.models.hf.overlapping`.
 
     Args:
-        box: Box in original-image pixels (parts outside the image are dropped).
+        box: Box in original-image pixels (parts outside the image are dropped); None for
+            the whole image.
         image_size: Original (width, height).
         resized_size: (width, height) the model saw, multiples of ``cell``.
         cell: Merged-token size in resized pixels.
@@ -63,17 +68,13 @@ def box_cells(
     Raises:
         EvidenceError: the box does not overlap the image.
     """
+    import numpy as np
+
     (w0, h0), (rw, rh) = image_size, resized_size
-    clipped = box.clip(w0, h0)
-    if clipped is None:
-        raise EvidenceError(f"box {box.as_tuple()} lies outside the {w0}×{h0} image")
-    sx, sy = rw / w0, rh / h0
-    cols, rows = rw // cell, rh // cell
-    c1 = min(cols - 1, math.floor(clipped.x1 * sx / cell))
-    c2 = max(c1 + 1, min(cols, math.ceil(clipped.x2 * sx / cell)))
-    r1 = min(rows - 1, math.floor(clipped.y1 * sy / cell))
-    r2 = max(r1 + 1, min(rows, math.ceil(clipped.y2 * sy / cell)))
-    return [r * cols + c for r in range(r1, r2) for c in range(c1, c2)]
+    view = View.squash(w0, h0, rw, rh)
+    rects = view.grid(patch_spans(1, rh, cell), patch_spans(1, rw, cell))
+    box = Box(0, 0, w0, h0) if box is None else box
+    return np.flatnonzero(overlapping(rects, box, image_size)).tolist()
 
 
 class QwenVLAdapter(HFAdapter):
@@ -183,10 +184,7 @@ class QwenVLAdapter(HFAdapter):
             if not 0 <= index < len(images):
                 raise EvidenceError(f"image {index} outside the request's {len(images)} images")
             positions, rw, rh = blocks[index]
-            if not boxes:  # a whole page
-                out.update(positions)
-                continue
-            for box in boxes:
+            for box in boxes or (None,):  # None: the whole page
                 cells = box_cells(box, images[index].size, (rw, rh), patch * merge)
                 out.update(positions[c] for c in cells)
         return tuple(sorted(out))

@@ -62,6 +62,35 @@ TINY_RESERVED = 16
 TINY_IMAGE_SIZE = {"llava": 112, "llava_next": 112, "llava_onevision": 112, "internvl": 112}
 """Vision-tower input size (square) of the families whose tower has a fixed size."""
 
+REAL_IMAGE_SIZE = {"llava": 336, "llava_next": 336, "llava_onevision": 384, "internvl": 448}
+"""The same at the real checkpoints' geometry (``geometry="real"``): CLIP ViT-L/14-336,
+SigLIP 384/14, InternViT 448/14."""
+
+
+def vision_geometry(family: str, geometry: str = "tiny") -> dict[str, Any]:
+    """Tower input size and anyres pinpoints of a fixed-size family, tiny or real.
+
+    ``"real"`` is the released processors' defaults: LLaVA-NeXT's five 336-based pinpoints
+    (``LlavaNextImageProcessorPil.image_grid_pinpoints``), LLaVA-OneVision's 36 pinpoints
+    ``384·(i, j)``, i, j ∈ 1..6 (``LlavaOnevisionImageProcessorPil``). ``"tiny"`` divides the
+    NeXT pinpoints by 3 and uses ``112·(i, j)``, i, j ∈ 1..3 for OneVision.
+
+    Returns:
+        ``{"image_size": int, "pinpoints": list | None}``.
+    """
+    if geometry not in ("tiny", "real"):
+        raise ValueError(f"geometry must be 'tiny' or 'real', got {geometry!r}")
+    size = (REAL_IMAGE_SIZE if geometry == "real" else TINY_IMAGE_SIZE)[family]
+    pins = None
+    if family == "llava_next":
+        pins = [[size, 2 * size], [2 * size, size], [2 * size, 2 * size], [3 * size, size],
+                [size, 3 * size]]  # fmt: skip
+    elif family == "llava_onevision":
+        n = 6 if geometry == "real" else 3
+        pins = [[size * i, size * j] for i in range(1, n + 1) for j in range(1, n + 1)]
+    return {"image_size": size, "pinpoints": pins}
+
+
 _DEFAULT_VOCAB = 512
 _INIT = 0.2
 
@@ -174,31 +203,31 @@ def _qwen_config(family: str, text: dict[str, Any], ids: dict[str, int]) -> Any:
     )
 
 
-def _config(family: str, text: dict[str, Any], vocab: int) -> Any:
+def _config(family: str, text: dict[str, Any], vocab: int, geometry: str = "tiny") -> Any:
     import transformers as tf
 
     ids = special_token_ids(family, vocab)
     if family.startswith("qwen"):
         return _qwen_config(family, text, ids)
+    geo = vision_geometry(family, geometry)
+    size, pins = geo["image_size"], geo["pinpoints"]
     if family in ("llava", "llava_next"):
         clip = _small_vit(
-            model_type="clip_vision_model", image_size=112, patch_size=14, projection_dim=32
+            model_type="clip_vision_model", image_size=size, patch_size=14, projection_dim=32
         )
         common = {
             "text_config": dict(text, model_type="llama"),
             "vision_config": clip,
             "image_token_index": ids["image"],
-            "image_seq_length": 64,
+            "image_seq_length": (size // 14) ** 2,
             "vision_feature_select_strategy": "default",
             "vision_feature_layer": -2,
         }
         if family == "llava":
             return tf.LlavaConfig(**common)
-        pins = [[112, 224], [224, 112], [224, 224], [112, 336], [336, 112]]
         return tf.LlavaNextConfig(image_grid_pinpoints=pins, **common)
     if family == "llava_onevision":
-        siglip = _small_vit(model_type="siglip_vision_model", image_size=112, patch_size=14)
-        pins = [[112 * i, 112 * j] for i in range(1, 4) for j in range(1, 4)]
+        siglip = _small_vit(model_type="siglip_vision_model", image_size=size, patch_size=14)
         return tf.LlavaOnevisionConfig(
             text_config=dict(text, model_type="qwen2"),
             vision_config=siglip,
@@ -209,12 +238,12 @@ def _config(family: str, text: dict[str, Any], vocab: int) -> Any:
             vision_feature_layer=-1,
             vision_aspect_ratio="anyres_max_9",
         )
-    vision = _small_vit(model_type="internvl_vision", image_size=[112, 112], patch_size=[14, 14])
+    vision = _small_vit(model_type="internvl_vision", image_size=[size, size], patch_size=[14, 14])
     return tf.InternVLConfig(
         text_config=dict(text, model_type="qwen2"),
         vision_config=vision,
         image_token_id=ids["image"],
-        image_seq_length=16,
+        image_seq_length=(size // 28) ** 2,
         downsample_ratio=0.5,
         vision_feature_layer=-1,
     )
@@ -240,6 +269,7 @@ def build_tiny_model(
     num_kv_heads: int = 2,
     head_dim: int = 16,
     vocab_size: int = _DEFAULT_VOCAB,
+    geometry: str = "tiny",
 ) -> Any:
     """Build a tiny random VLM of ``family`` (seeded, float32, eval mode, CPU, sdpa).
 
@@ -251,6 +281,8 @@ def build_tiny_model(
         num_kv_heads: KV heads per decoder layer (must divide ``num_heads``).
         head_dim: Per-head dimension (even, ≥ 8 so M-RoPE sections stay non-empty).
         vocab_size: Vocabulary size (≥ 32); special ids per :func:`special_token_ids`.
+        geometry: ``"tiny"`` (112-px towers) or ``"real"`` (the released checkpoints' tower
+            sizes and pinpoints, :func:`vision_geometry`; Qwen towers are real either way).
 
     Returns:
         The ``*ForConditionalGeneration`` model.
@@ -264,7 +296,7 @@ def build_tiny_model(
     if head_dim % 2 or head_dim < 8:
         raise ValueError(f"head_dim must be even and ≥ 8, got {head_dim}")
     text = _text_kwargs(num_layers, num_heads, num_kv_heads, head_dim, vocab_size)
-    config = _config(family, text, vocab_size)
+    config = _config(family, text, vocab_size, geometry)
     cls = getattr(tf, _CLASSES[family])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.testing.processor_parts import as_pil, byte_tokenizer, clip_stats, video_processor_base
+from harness.testing.tiny import vision_geometry
 
 # --- LLaVA / LLaVA-NeXT / LLaVA-OneVision / InternVL (adapter helper for issue 3) -------------
 # Real processor classes with PIL image backends; offline byte-level tokenizers whose special
@@ -110,11 +111,13 @@ def _llava_tokenizer(family: str, vocab_size: int, chatml: bool) -> Any:
     )
 
 
-def _clip_llava_args(family: str, vocab_size: int, image_cls: type, **image_kw: Any) -> dict:
-    """Processor arguments LLaVA-1.5 and LLaVA-NeXT share (one tiny CLIP /14 tower at 112²)."""
+def _clip_llava_args(
+    family: str, vocab_size: int, image_cls: type, size: int, **image_kw: Any
+) -> dict:
+    """Processor arguments LLaVA-1.5 and LLaVA-NeXT share (one CLIP /14 tower at ``size``²)."""
     return {
         "image_processor": image_cls(
-            size={"shortest_edge": 112}, crop_size={"height": 112, "width": 112}, **image_kw
+            size={"shortest_edge": size}, crop_size={"height": size, "width": size}, **image_kw
         ),
         "tokenizer": _llava_tokenizer(family, vocab_size, chatml=False),
         "patch_size": 14,
@@ -123,65 +126,75 @@ def _clip_llava_args(family: str, vocab_size: int, image_cls: type, **image_kw: 
     }
 
 
-def tiny_llava_processor(vocab_size: int = 512) -> Any:
+def tiny_llava_processor(vocab_size: int = 512, geometry: str = "tiny") -> Any:
     """A ``LlavaProcessor`` for ``build_tiny_model("llava")``: CLIP 112 crop, 8×8 = 64 tokens.
 
-    Mirrors llava-1.5-hf: resize the short side to 112 (real 336), center crop 112², CLS
-    dropped by the ``default`` strategy (``num_additional_image_tokens=1``), "USER: ...
-    ASSISTANT:" template (video frames, if any, are shown as images by the adapter).
+    Mirrors llava-1.5-hf: resize the short side to 112 (``geometry="real"``: 336, 24×24),
+    center crop, CLS dropped by the ``default`` strategy (``num_additional_image_tokens=1``),
+    "USER: ... ASSISTANT:" template (video frames, if any, are shown as images by the adapter).
     """
     from transformers import LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    args = _clip_llava_args("llava", vocab_size, LlavaImageProcessorPil)
+    size = vision_geometry("llava", geometry)["image_size"]
+    args = _clip_llava_args("llava", vocab_size, LlavaImageProcessorPil, size)
     return LlavaProcessor(**args, chat_template=_LLAVA_TEMPLATE)
 
 
-def tiny_llava_next_processor(vocab_size: int = 512) -> Any:
-    """A ``LlavaNextProcessor`` for ``build_tiny_model("llava_next")`` (pinpoints ÷ 3, 112²)."""
+def tiny_llava_next_processor(vocab_size: int = 512, geometry: str = "tiny") -> Any:
+    """A ``LlavaNextProcessor`` for ``build_tiny_model("llava_next")`` (pinpoints ÷ 3, 112²).
+
+    ``geometry="real"``: 336² crops and llava-v1.6's default pinpoints.
+    """
     from transformers import LlavaNextProcessor
     from transformers.models.llava_next.image_processing_pil_llava_next import (
         LlavaNextImageProcessorPil,
     )
 
-    pins = [[112, 224], [224, 112], [224, 224], [112, 336], [336, 112]]
+    geo = vision_geometry("llava_next", geometry)
     args = _clip_llava_args(
-        "llava_next", vocab_size, LlavaNextImageProcessorPil, image_grid_pinpoints=pins
+        "llava_next",
+        vocab_size,
+        LlavaNextImageProcessorPil,
+        geo["image_size"],
+        image_grid_pinpoints=geo["pinpoints"],
     )
     return LlavaNextProcessor(**args, chat_template=_MISTRAL_TEMPLATE)
 
 
-def tiny_llava_onevision_processor(vocab_size: int = 512) -> Any:
+def tiny_llava_onevision_processor(vocab_size: int = 512, geometry: str = "tiny") -> Any:
     """A ``LlavaOnevisionProcessor`` for ``build_tiny_model("llava_onevision")``.
 
-    SigLIP 112 crops (8×8 = 64 tokens, real 384 → 27×27), pinpoints ``112·(i, j)``,
-    ``anyres_max_9``, ChatML template; video through :func:`pil_video_processor`.
+    SigLIP 112 crops (8×8 = 64 tokens; ``geometry="real"``: 384 → 27×27 and the 36 default
+    pinpoints), pinpoints ``112·(i, j)``, ``anyres_max_9``, ChatML template; video through
+    :func:`pil_video_processor`.
     """
     from transformers import LlavaOnevisionProcessor
     from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
         LlavaOnevisionImageProcessorPil,
     )
 
-    pins = [[112 * i, 112 * j] for i in range(1, 4) for j in range(1, 4)]
+    geo = vision_geometry("llava_onevision", geometry)
+    size = geo["image_size"]
     image_processor = LlavaOnevisionImageProcessorPil(
-        size={"height": 112, "width": 112}, image_grid_pinpoints=pins
+        size={"height": size, "width": size}, image_grid_pinpoints=geo["pinpoints"]
     )
     return _with_pil_video(LlavaOnevisionProcessor)(
         image_processor=image_processor,
         tokenizer=_llava_tokenizer("llava_onevision", vocab_size, chatml=True),
-        video_processor=pil_video_processor(112),
-        num_image_tokens=64,
+        video_processor=pil_video_processor(size),
+        num_image_tokens=(size // 14) ** 2,
         vision_feature_select_strategy="full",
         vision_aspect_ratio="anyres_max_9",
         chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
     )
 
 
-def tiny_internvl_processor(vocab_size: int = 512) -> Any:
+def tiny_internvl_processor(vocab_size: int = 512, geometry: str = "tiny") -> Any:
     """An ``InternVLProcessor`` for ``build_tiny_model("internvl")``: 112² tiles of 16 tokens.
 
-    Tiles up to 12 (real 448² of 256 tokens), thumbnail last when more than one tile,
-    ``<img>``/``</img>`` around ``<IMG_CONTEXT>`` runs, ChatML template; video through
+    Tiles up to 12 (``geometry="real"``: 448² of 256 tokens), thumbnail last when more than
+    one tile, ``<img>``/``</img>`` around ``<IMG_CONTEXT>`` runs, ChatML template; video through
     :func:`pil_video_processor` (one 112² tile per frame).
     """
     from transformers import InternVLProcessor
@@ -211,13 +224,14 @@ def tiny_internvl_processor(vocab_size: int = 512) -> Any:
         context_image_token="<IMG_CONTEXT>",
         video_token="<video>",
     )
+    size = vision_geometry("internvl", geometry)["image_size"]
     image_processor = GotOcr2ImageProcessorPil(
-        size={"height": 112, "width": 112}, crop_to_patches=True, max_patches=12
+        size={"height": size, "width": size}, crop_to_patches=True, max_patches=12
     )
     return _with_pil_video(InternVLProcessor)(
         image_processor=image_processor,
         tokenizer=tokenizer,
-        video_processor=pil_video_processor(112),
-        image_seq_length=16,
+        video_processor=pil_video_processor(size),
+        image_seq_length=(size // 28) ** 2,
         chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<IMG_CONTEXT>\n' }}"),
     )
