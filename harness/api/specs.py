@@ -17,8 +17,6 @@ from typing import Any
 
 __all__ = [
     "check_task_args",
-    "check_gen_kwargs",
-    "GEN_KWARGS",
     "SpecError",
     "ModelSpec",
     "TaskSpec",
@@ -148,20 +146,12 @@ class TaskSpec:
         _validate(self)
         if not self.name.strip():
             raise SpecError("task name is empty")
-        if self.limit is None:
-            return
-        limit = self.limit
-        if isinstance(limit, float) and limit.is_integer() and limit >= 1:
+        limit = self.limit  # type-checked above: int, float or None
+        if limit is not None and limit >= 1 and float(limit).is_integer():
             object.__setattr__(self, "limit", int(limit))
-        elif (
-            isinstance(limit, bool)
-            or not isinstance(limit, int | float)
-            or not (limit >= 1 if isinstance(limit, int) else 0 < limit < 1)
-        ):
-            raise SpecError(
-                f"task {self.name!r}: limit must be a count ≥ 1 or a fraction 0 < x < 1, "
-                f"got {limit!r}"
-            )
+        elif limit is not None and not 0 < limit < 1:
+            raise SpecError(f"task {self.name!r}: limit must be a count ≥ 1 or a fraction "
+                            f"0 < x < 1, got {limit!r}")  # fmt: skip
 
     @property
     def load_limit(self) -> int | None:
@@ -170,12 +160,8 @@ class TaskSpec:
 
     def take(self, docs: Any) -> list[Any]:
         """``docs`` cut to the limit: the first ``limit``, or ``ceil(limit · len(docs))``."""
-        docs = list(docs)
-        if self.limit is None:
-            return docs
-        if isinstance(self.limit, int):
-            return docs[: self.limit]
-        return docs[: math.ceil(len(docs) * self.limit)]
+        docs, n = list(docs), self.limit
+        return docs[: math.ceil(len(docs) * n) if isinstance(n, float) else n]
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "task") -> TaskSpec:
@@ -234,7 +220,7 @@ class RunSpec:
         batch_size: Requests per generate call.
         output: Output directory.
         skip_bad_docs: Count and skip samples whose media cannot be read.
-        gen_kwargs: Generation settings for every request (see :data:`GEN_KWARGS`); empty
+        gen_kwargs: Generation settings for every request (:mod:`harness.api.generation`); empty
             means each task's own budget and greedy decoding.
         predict_only: Log the model's outputs but compute no scores or metrics.
     """
@@ -253,13 +239,15 @@ class RunSpec:
         _validate(self)
         if not self.tasks:
             raise SpecError("run spec has no tasks")
-        check_gen_kwargs(self.gen_kwargs)
+        from harness.api.generation import check_gen_kwargs
+
+        try:
+            check_gen_kwargs(self.gen_kwargs)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
         cells = [(t.name, t.split, json.dumps(t.args, sort_keys=True)) for t in self.tasks]
         if len(set(cells)) != len(cells):
-            raise SpecError(
-                "the same task is listed twice with the same split and args: "
-                f"{[t.name for t in self.tasks]}"
-            )
+            raise SpecError(f"a task is listed twice with the same split and args: {cells}")
         if not self.interventions:
             raise SpecError("run spec has no interventions (use 'none' for the baseline)")
         if self.batch_size < 1:
@@ -407,32 +395,3 @@ def check_task_args(task_args: Any, names: list[str]) -> dict[str, dict[str, Any
     if unknown:
         raise SpecError(f"--task-args names task(s) {unknown} that are not in --tasks {names}")
     return task_args
-
-
-GEN_KWARGS: dict[str, tuple[type, ...]] = {
-    "max_new_tokens": (int,),
-    "temperature": (int, float),
-    "do_sample": (bool,),
-    "top_p": (int, float),
-    "num_beams": (int,),
-}
-"""Generation settings a run may set (``--gen_kwargs``), with their types."""
-
-
-def check_gen_kwargs(gen: Any) -> dict[str, Any]:
-    """Validate generation settings: known keys, right types, sane ranges."""
-    if not isinstance(gen, dict):
-        raise SpecError('gen_kwargs must be a mapping like {"max_new_tokens": 32}')
-    unknown = sorted(set(gen) - set(GEN_KWARGS))
-    if unknown:
-        raise SpecError(f"gen_kwargs: unknown key(s) {unknown}; allowed: {sorted(GEN_KWARGS)}")
-    for key, value in gen.items():
-        types = GEN_KWARGS[key]
-        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-            raise SpecError(f"gen_kwargs {key}={value!r}: expected {types[0].__name__}")
-    for key in ("max_new_tokens", "num_beams"):
-        if key in gen and gen[key] < 1:
-            raise SpecError(f"gen_kwargs {key} must be ≥ 1, got {gen[key]}")
-    if gen.get("temperature", 0) < 0 or not 0 < gen.get("top_p", 1) <= 1:
-        raise SpecError("gen_kwargs: temperature must be ≥ 0 and top_p in (0, 1]")
-    return gen

@@ -98,7 +98,8 @@ class ProtocolConfig:
     skip_bad_docs: bool = False
 
     def __post_init__(self) -> None:
-        from harness.api.specs import SpecError, check_gen_kwargs
+        from harness.api.generation import check_gen_kwargs
+        from harness.api.specs import SpecError
 
         for name in ("n_eval", "n_rank"):  # a count, or a fraction of each task's documents
             n = getattr(self, name)
