@@ -33,7 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmark's ``main`` with the remaining arguments."""
+    import inspect
+
     from harness.cli._args import prose
 
     module = importlib.import_module(BENCHES[args.bench])
-    return int(module.main(list(args.bench_args), description=prose(module.__doc__)) or 0)
+    kwargs = {}
+    if "description" in inspect.signature(module.main).parameters:  # --help as plain prose
+        kwargs["description"] = prose(module.__doc__)
+    return int(module.main(list(args.bench_args), **kwargs) or 0)
