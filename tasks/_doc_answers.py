@@ -1,7 +1,9 @@
 """Rule-based answer matching of MMLongBench-Doc (used by :mod:`tasks.mmlongbench_doc`).
 
 Per ``answer_format``: Int equality; Float within ±1% (also against ×100 / ÷100, for percent
-forms); Str exact (case/space-insensitive) for URLs, dates and numbers, else ANLS (0 below 0.5);
+forms); Str exact (case/space-insensitive, parenthetical remarks, quotes, a leading "$" and a
+trailing "%" removed; dates compared as dates whatever their written form) for URLs, dates and
+numbers, else ANLS (0 below 0.5);
 List sorted and compared element-wise (the minimum element score, 0 if lengths differ);
 None → the reply must say "not answerable".
 """
@@ -25,14 +27,49 @@ _DATE = re.compile(
 )
 
 
+_SAYS_NA = re.compile(
+    r"not answerable|unanswerable|cannot be answered|cant be answered|not mentioned|"
+    r"no information|does not (?:contain|provide|mention|specify)"
+)
+
+
 def not_answerable(text: str) -> bool:
-    """Whether a reply (or gold answer) says the question cannot be answered."""
+    """Whether a reply (or gold answer) says the question cannot be answered.
+
+    "Not answerable", "unanswerable", "cannot be answered", "not mentioned", "no
+    information", "does not contain/provide/mention/specify", or just "none" / "N/A".
+    """
     norm = normalize_text(text)
-    return "not answerable" in norm or "unanswerable" in norm or norm in {"none", "na"}
+    return bool(_SAYS_NA.search(norm)) or norm in {"none", "na"}
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
 def _clean(text: str) -> str:
-    return " ".join(str(text).strip().lower().strip(" .\"'`").split())
+    # Parenthetical remarks, quotes, a leading "$" and a trailing "%" go (as the release's
+    # get_clean_string does), then case and spacing.
+    out = re.sub(r"\s*\([^)]*\)", "", str(text)).strip().lower().strip(" .\"'`")
+    out = out.lstrip("$").strip().rstrip("%").strip()
+    return " ".join(out.split())
+
+
+def _date(text: str) -> tuple[int, int, int | None] | None:
+    """A written date as (year, month, day|None): ISO, "March 5, 2020", "5 March 2020"."""
+    t = _clean(text).replace(",", " ")
+    iso = re.fullmatch(r"(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?", t)
+    if iso:
+        y, m, d = iso.groups()
+        return int(y), int(m), int(d) if d else None
+    words = t.split()
+    month = [i for i, w in enumerate(words) if w[:3] in _MONTHS and w.rstrip(".").isalpha()]
+    nums = [w for w in words if w.isdigit()]
+    if len(month) == 1 and len(words) == len(nums) + 1 and 1 <= len(nums) <= 2:
+        year = [int(n) for n in nums if len(n) == 4]
+        day = [int(n) for n in nums if len(n) <= 2]
+        if len(year) == 1 and len(day) <= 1:
+            return year[0], _MONTHS.index(words[month[0]][:3]) + 1, day[0] if day else None
+    return None
 
 
 def _exact_kind(gold: str) -> bool:
@@ -41,6 +78,9 @@ def _exact_kind(gold: str) -> bool:
 
 def _match_str(pred: str, gold: str) -> float:
     if _exact_kind(gold):
+        gd, pd = _date(gold), _date(pred)
+        if gd is not None and pd is not None:
+            return float(gd == pd)  # "2020-03-05" == "March 5, 2020" == "5 March 2020"
         return float(_clean(pred) == _clean(gold))
     return anls(_clean(pred), _clean(gold))
 

@@ -59,6 +59,8 @@ class MiniMixin:
     def settings(self) -> dict[str, Any]:
         """Sample count and toy seed."""
         scoring = {"scoring": self.scoring} if hasattr(self, "scoring") else {}
+        if scoring.get("scoring") == "official" and hasattr(self, "extractor"):
+            scoring |= self.extractor.settings()
         return {"n": self.n, "seed": self.seed} | scoring | dict(getattr(self, "_args", {}))
 
 

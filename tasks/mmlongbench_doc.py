@@ -15,13 +15,22 @@
 - Pages shown (recorded in settings): ``pages="all"`` — every page (first ``max_pages`` if
   set); ``pages="gold"`` — the evidence pages only (an oracle; questions without evidence
   pages then show all pages). Rendered by :func:`harness.media.pdf.render_pages` at ``dpi``.
-- Prompt: the question and a request for a short answer or "Not answerable". The paper
-  extracts the answer with GPT-4o first; here the reply is matched directly by the rules.
-- Matching (:func:`tasks._doc_answers.match_answer`, per ``answer_format``): Int equality;
-  Float ±1% with percent variants; Str exact for URLs/dates/numbers else ANLS ≥ 0.5; List
-  sorted element-wise; None → the reply must say "not answerable".
+- Prompt: the question and a request for a short answer or "Not answerable".
+- Scoring (``scoring``, recorded in settings; see :mod:`tasks._scoring`):
+
+  - ``official`` (default) — the release's two steps: an *extractor* turns the reply into
+    an answer (:mod:`tasks._extractor`: ``extractor="rules"``, the default, or
+    ``extractor="openai"`` with ``extractor_url`` / ``extractor_model`` / ``extractor_prompt``
+    for any OpenAI-compatible endpoint, as the release asks GPT-4o; the choice is recorded
+    and never substituted), then ``eval/eval_score.py::eval_score`` per ``answer_format``
+    and ``eval_acc_and_f1`` (:mod:`tasks._doc_official`).
+  - ``lmms_eval`` — lmms-eval 0.7.3 ``tasks/mmlongbench_doc/utils.py`` on the raw reply.
+  - ``lenient`` — :func:`tasks._doc_answers.match_answer` on the raw reply: Int equality;
+    Float ±1% with percent variants; Str exact for URLs/dates/numbers (dates compared as
+    dates, "(…)" and "$" removed) else ANLS ≥ 0.5; List sorted element-wise; None → the
+    reply must say "not answerable".
 - Metrics: accuracy (mean score) and F1, with recall over answerable questions and
-  precision over replies that give an answer (the paper's definition).
+  precision over replies that give an answer, as each mode defines them.
 - Evidence: the evidence pages among the pages shown.
 """
 
@@ -45,7 +54,9 @@ from harness.api.task import (
 )
 from tasks._common import DataFiles, RowSource, parse_list, require, row_id
 from tasks._doc_answers import FORMATS, match_answer, not_answerable
-from tasks._scoring import check_scoring
+from tasks._doc_official import NA_CLEAN, lm_clean, lmms_eval_score, official_score
+from tasks._extractor import NOT_ANSWERABLE, make_extractor
+from tasks._scoring import ScoringMode, check_scoring
 
 __all__ = ["DocSample", "MMLongBenchDoc", "match_answer", "not_answerable", "PROMPT_SUFFIX"]
 
@@ -93,8 +104,12 @@ class MMLongBenchDoc(RowSource, Task):
         data_files: Local parquet/JSON(L) file(s), or ``{split: files}``.
         data_dir: Local folder of such files.
         revision: Hub revision.
-        scoring: Only "lenient" (headscope's rule, described above) for now; the
-            benchmark's official and lmms-eval rules are not implemented yet.
+        scoring: "official" (extractor + the release's eval_score), "lmms_eval" or
+            "lenient".
+        extractor: "rules" or "openai" (official scoring only; see :mod:`tasks._extractor`).
+        extractor_url: Base URL of an OpenAI-compatible endpoint (extractor "openai").
+        extractor_model: Model name at that endpoint.
+        extractor_prompt: Path of the release's ``eval/prompt_for_answer_extraction.md``.
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -115,9 +130,16 @@ class MMLongBenchDoc(RowSource, Task):
         data_files: DataFiles | None = None,
         data_dir: str | None = None,
         revision: str | None = None,
-        scoring: str = "lenient",
+        scoring: ScoringMode = "official",
+        extractor: Literal["rules", "openai"] = "rules",
+        extractor_url: str | None = None,
+        extractor_model: str | None = None,
+        extractor_prompt: str | None = None,
     ) -> None:
-        self.scoring = check_scoring("mmlongbench_doc", scoring, ("lenient",))
+        self.scoring = check_scoring("mmlongbench_doc", scoring)
+        if self.scoring != "official" and extractor != "rules":
+            raise ValueError("mmlongbench_doc: an answer extractor only applies to 'official'")
+        self.extractor = make_extractor(extractor, extractor_url, extractor_model, extractor_prompt)
         if pages not in ("all", "gold"):
             raise ValueError(f"mmlongbench_doc pages must be 'all' or 'gold', got {pages!r}")
         if dpi <= 0 or (max_pages is not None and max_pages < 1):
@@ -133,6 +155,7 @@ class MMLongBenchDoc(RowSource, Task):
             "dpi": self.dpi,
             "max_pages": self.max_pages,
             "scoring": self.scoring,
+            **(self.extractor.settings() if self.scoring == "official" else {}),
         } | super().settings()
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[DocSample]:
@@ -209,22 +232,44 @@ class MMLongBenchDoc(RowSource, Task):
         return PageEvidence(pages=found) if found else None
 
     def score(self, sample: DocSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """Rule-based score plus the answerability flags F1 needs."""
+        """Score under the mode, plus the answerability flags its F1 needs."""
+        reply, gold, fmt = generation.text, sample.answer, sample.answer_format
+        if self.scoring == "official":
+            extracted = self.extractor(sample.question, reply)
+            return {
+                "accuracy": official_score(gold, extracted, fmt),
+                "extracted": extracted,
+                "gold_answerable": float(gold != NOT_ANSWERABLE),
+                "pred_answerable": float(extracted != NOT_ANSWERABLE),
+            }
+        if self.scoring == "lmms_eval":
+            return {
+                "accuracy": lmms_eval_score(gold, reply, fmt),
+                "gold_answerable": float(lm_clean(gold) != NA_CLEAN),
+                "pred_answerable": float(lm_clean(reply.strip()) != NA_CLEAN),
+            }
         return {
-            "accuracy": match_answer(generation.text, sample.answer, sample.answer_format),
-            "gold_answerable": float(not not_answerable(sample.answer)),
-            "pred_answerable": float(not not_answerable(generation.text)),
+            "accuracy": match_answer(reply, gold, fmt),
+            "gold_answerable": float(not not_answerable(gold)),
+            "pred_answerable": float(not not_answerable(reply)),
         }
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
-        """Accuracy, and F1 as MMLongBench-Doc defines it."""
+        """Accuracy, and F1 as the scoring mode defines it."""
         acc, err = mean_stderr([r["accuracy"] for r in rows])
-        hits = sum(r["accuracy"] for r in rows if r["gold_answerable"])
-        n_gold = sum(1 for r in rows if r["gold_answerable"])
-        n_pred = sum(1 for r in rows if r["pred_answerable"])
-        recall = hits / n_gold if n_gold else float("nan")
-        precision = hits / n_pred if n_pred else float("nan")
-        f1 = 2 * recall * precision / (recall + precision) if recall + precision > 0 else 0.0
+        gold = [r for r in rows if r["gold_answerable"]]
+        pred = [r for r in rows if r["pred_answerable"]]
+        hits = sum(r["accuracy"] for r in gold)
+        empty = float("nan") if self.scoring == "lenient" else 0.0
+        recall = hits / len(gold) if gold else empty
+        if self.scoring == "lmms_eval":  # lmms-eval sums the scores of answered replies
+            precision = sum(r["accuracy"] for r in pred) / len(pred) if pred else 0.0
+        else:
+            precision = hits / len(pred) if pred else empty
+        if self.scoring == "official" and not (gold and pred):
+            f1 = 0.0  # the release's ZeroDivisionError → 0
+        else:
+            f1 = 2 * recall * precision / (recall + precision) if recall + precision > 0 else 0.0
         return [
             MetricValue("accuracy", acc, err, len(rows)),
             MetricValue("f1", f1, None, len(rows)),

@@ -14,6 +14,7 @@ from typing import Literal
 from harness.api.payloads import Box, PageEvidence, Request
 from harness.api.registry import task
 from tasks._mini import MiniMixin
+from tasks._scoring import ScoringMode
 from tasks.mmlongbench_doc import DocSample, MMLongBenchDoc
 
 __all__ = ["MMLongBenchMini"]
@@ -27,12 +28,20 @@ class MMLongBenchMini(MiniMixin, MMLongBenchDoc):
         n: Samples per split.
         seed: Toy dataset seed.
         pages: "all" pages or only the "gold" evidence page.
+        scoring: "official" (rules extractor), "lmms_eval" or "lenient".
     """
 
     kind = "mmlongbench"
 
-    def __init__(self, *, n: int = 100, seed: int = 0, pages: Literal["all", "gold"] = "all"):
-        super().__init__(pages=pages)
+    def __init__(
+        self,
+        *,
+        n: int = 100,
+        seed: int = 0,
+        pages: Literal["all", "gold"] = "all",
+        scoring: ScoringMode = "official",
+    ):
+        super().__init__(pages=pages, scoring=scoring)
         self._init_mini(n, seed)
         self._boxes: dict[str, tuple[tuple[int, Box], ...]] = {}
 

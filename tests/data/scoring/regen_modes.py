@@ -37,6 +37,11 @@ REFS = {
         "afd52cfe3dde5b3685e0d4f760c10c756860c758",
         "eval_your_results.py",
     ),
+    "mmlongbench": (
+        "mayubo2333/MMLongBench-Doc",
+        "d73f0dc0be7e0a2ff6a403d5fe65fcd96461f384",
+        "eval/eval_score.py",
+    ),
     "mlvu": (
         "JUNJIE99/MLVU",
         "fd060c10a43ea48a35100a22688a927b8e531199",
@@ -48,6 +53,7 @@ FILES = {
     "mmmu": "mmmu_eval_utils.py",
     "videomme": "videomme_eval.py",
     "mlvu": "mlvu_choice_bench.py",
+    "mmlongbench": "mmlb_eval_score.py",
 }
 LMMS = {
     "pope": "lmms_eval 0.7.3 tasks/pope/utils.py::pope_process_results",
@@ -55,6 +61,8 @@ LMMS = {
     "eval_multi_choice (random.choice patched to report a fallback)",
     "videomme": "lmms_eval 0.7.3 tasks/videomme/utils.py::videomme_process_results",
     "mlvu": "lmms_eval 0.7.3 tasks/mlvu/utils.py::mlvu_process_results",
+    "mmlongbench": "lmms_eval 0.7.3 tasks/mmlongbench_doc/utils.py::"
+    "mmlongbench_doc_process_results (raw reply)",
 }
 
 
@@ -390,6 +398,84 @@ MLVU = [
 ]
 
 
+# (kind, reply, gold, answer_format, rules-extracted answer, lenient score)
+MMLB = [
+    ("short", "12", "12", "Int", "12", 1.0),
+    ("short", "12.", "12", "Int", "12", 1.0),
+    ("sentence", "There are 12 cars.", "12", "Int", "There are 12 cars", 1.0),
+    ("float_text", "12.0", "12", "Int", "12.0", 1.0),
+    ("markdown", "**7**", "7", "Int", "7", 1.0),
+    ("answer_prefix", "Answer: 7", "7", "Int", "7", 1.0),
+    (
+        "cot",
+        "Counting the rows of the table on page 3, we get 4 + 3 = 7 regulations.",
+        "7",
+        "Int",
+        "Counting the rows of the table on page 3, we get 4 + 3 = 7 regulations",
+        0.0,
+    ),
+    ("float", "3.5", "3.5", "Float", "3.5", 1.0),
+    ("float", "3.52", "3.5", "Float", "3.52", 1.0),
+    ("percent", "45%", "0.45", "Float", "45%", 1.0),
+    ("percent", "0.45", "45%", "Float", "0.45", 1.0),
+    ("float", "$1.5 million", "1.5", "Float", "$1.5 million", 1.0),
+    ("float", "1,234.5", "1234.5", "Float", "1,234.5", 1.0),
+    ("float_close", "100.5", "100", "Float", "100.5", 1.0),
+    ("str", "Apple", "apple", "Str", "Apple", 1.0),
+    ("str", "apple inc", "Apple Inc.", "Str", "apple inc", 1.0),
+    ("str", "the united states", "United States", "Str", "the united states", 13 / 17),
+    ("str_paren", "Johnson (the CEO)", "Johnson", "Str", "Johnson (the CEO)", 1.0),
+    ("str_dollar", "$500", "500", "Str", "$500", 1.0),
+    (
+        "url",
+        "https://www.example.com",
+        "https://www.example.com",
+        "Str",
+        "https://www.example.com",
+        1.0,
+    ),
+    ("url", "www.example.com", "https://www.example.com", "Str", "www.example.com", 0.0),
+    ("date", "2020-03-05", "2020-03-05", "Str", "2020-03-05", 1.0),
+    ("date", "March 5, 2020", "2020-03-05", "Str", "March 5, 2020", 1.0),
+    ("date", "5 March 2020", "March 5, 2020", "Str", "5 March 2020", 1.0),
+    ("date", "2020-03", "2020-03", "Str", "2020-03", 1.0),
+    ("time", "9 a.m.", "9 a.m.", "Str", "9 a.m", 1.0),
+    ("email", "info@example.com", "info@example.com", "Str", "info@example.com", 1.0),
+    ("page", "page 5", "page 5", "Str", "page 5", 1.0),
+    ("lowercase", "not answerable", "Not answerable", "None", "Not answerable", 1.0),
+    (
+        "na",
+        "The document does not contain this information.",
+        "Not answerable",
+        "None",
+        "Not answerable",
+        1.0,
+    ),
+    ("na", "Unanswerable", "Not answerable", "None", "Not answerable", 1.0),
+    ("na_wrong", "42", "Not answerable", "None", "42", 0.0),
+    ("na_false", "Not answerable", "12", "Int", "Not answerable", 0.0),
+    ("list", "['apple', 'banana']", "['apple', 'banana']", "List", "['apple', 'banana']", 1.0),
+    ("list", "['banana', 'apple']", "['apple', 'banana']", "List", "['banana', 'apple']", 1.0),
+    ("list", "apple, banana", "['apple', 'banana']", "List", "apple, banana", 1.0),
+    ("list", "['1', '2', '3']", "['1', '2', '3']", "List", "['1', '2', '3']", 1.0),
+    ("list", "['1', '2']", "['1', '2', '3']", "List", "['1', '2']", 0.0),
+    ("list", "[apple, banana]", "['apple', 'banana']", "List", "[apple, banana]", 1.0),
+    ("empty", "", "12", "Int", "", 0.0),
+    ("empty", "", "apple", "Str", "", 0.0),
+    ("other_language", "十二", "12", "Int", "十二", 0.0),
+    ("other_language", "manzana", "apple", "Str", "manzana", 0.0),
+    ("brackets", "(12)", "12", "Int", "(12)", 1.0),
+    (
+        "str_long",
+        "The chart shows the revenue of the company",
+        "revenue",
+        "Str",
+        "The chart shows the revenue of the company",
+        0.0,
+    ),
+]
+
+
 # -- reference runners --------------------------------------------------------------------------
 def pope_official(refs: Path, outputs: list[str]) -> list[str]:
     """Run POPE's evaluate.py on the replies; returns its yes/no per reply."""
@@ -572,6 +658,47 @@ def build(refs: Path) -> None:
             }
         )
     dump("modes_mlvu.json", "mlvu", cases)
+
+    # MMLongBench-Doc: the release scores the extracted answer; lmms-eval the raw reply.
+    ref = functions(refs / FILES["mmlongbench"], [
+        "levenshtein_distance", "anls_compute", "is_float_equal", "get_clean_string",
+        "is_exact_match", "isfloat", "eval_score",
+    ], {"isclose": __import__("math").isclose, "print": lambda *a, **k: None})  # fmt: skip
+    lm = lmms("mmlongbench_doc")
+    cases = []
+    for kind, reply, gold, fmt, extracted, lenient in MMLB:
+        try:
+            off = float(ref["eval_score"](gold, extracted, fmt))
+        except Exception:  # noqa: BLE001 - run_lvlm.py scores any exception 0
+            off = 0.0
+        got = lm.mmlongbench_doc_process_results({"answer": gold, "answer_format": fmt}, [reply])[
+            "mmlongbench_doc_f1"
+        ]
+        cases.append(
+            {
+                "kind": kind,
+                "output": reply,
+                "target": gold,
+                "answer_format": fmt,
+                "extracted": extracted,
+                "expected": {
+                    "official": off,
+                    "lmms_eval": {
+                        "score": got["score"],
+                        "gt_answerable": got["gt_answerable"],
+                        "pred_answerable": got["pred_answerable"],
+                    },
+                    "lenient": lenient,
+                },
+                "provenance": {
+                    "official": cite("mmlongbench", "eval_score")
+                    + " on the 'extracted' answer (rules extractor)",
+                    "lmms_eval": LMMS["mmlongbench"],
+                    "lenient": "hand-labelled: headscope's match_answer on the raw reply",
+                },
+            }
+        )
+    dump("modes_mmlongbench.json", "mmlongbench", cases)
 
 
 def dump(name: str, bench: str, cases: list[dict]) -> None:
