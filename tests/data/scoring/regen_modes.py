@@ -454,6 +454,8 @@ MMLB = [
     ("na", "Unanswerable", "Not answerable", "None", "Not answerable", 1.0),
     ("na_wrong", "42", "Not answerable", "None", "42", 0.0),
     ("na_false", "Not answerable", "12", "Int", "Not answerable", 0.0),
+    ("na_punct", "not answerable!", "Not answerable", "Str", "Not answerable", 1.0),
+    ("int_gold_decimal", "1", "1.0", "Int", "1", 1.0),
     ("list", "['apple', 'banana']", "['apple', 'banana']", "List", "['apple', 'banana']", 1.0),
     ("list", "['banana', 'apple']", "['apple', 'banana']", "List", "['banana', 'apple']", 1.0),
     ("list", "apple, banana", "['apple', 'banana']", "List", "apple, banana", 1.0),
