@@ -99,7 +99,9 @@ class Hybrid(Intervention):
             raise InterventionError(f"hybrid: rows must be an integer ≥ 1, got {self.rows!r}")
 
     def resolve(self, geometry: Any) -> tuple[list[Any], list[Any]]:
-        """(kept units, windowed query heads) on a model of ``geometry``."""
+        """(kept units, windowed query heads) on a model of ``geometry`` (static select only)."""
+        if self.select == "adaptive":
+            raise InterventionError("hybrid: select='adaptive' chooses its heads per input")
         scores = None
         if self.keep:
             scores = load_scores(self.ranking, self.ranking_task, geometry, "hybrid")

@@ -246,6 +246,8 @@ def test_adaptive_arguments_are_checked():
     ):
         with pytest.raises(InterventionError, match=match):
             Hybrid(select="adaptive", keep=0.1, **bad)
+    with pytest.raises(InterventionError, match="per input"):
+        spec.resolve(None)
     with pytest.raises(InterventionError, match="select='adaptive' only"):
         Hybrid(keep=0, estimate="far")
     with pytest.raises(InterventionError, match="select"):
