@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
+
+from harness.cli._args import limit_value
 
 __all__ = ["add_common_arguments", "model_spec_from_args", "task_specs_from_args", "load_model"]
 
@@ -20,11 +21,13 @@ def add_common_arguments(
     parser.add_argument("--model", default=None, help="model family (default: toy)")
     parser.add_argument(
         "--model-args",
-        type=json.loads,
+        "--model_args",
+        dest="model_args",
         default=None,
-        help='JSON object, e.g. \'{"pretrained": "Qwen/Qwen2.5-VL-7B-Instruct", '
-        '"dtype": "bfloat16"}\'',
+        help="JSON object or key=value,key=value (as for 'headscope run'), e.g. "
+        "pretrained=/ckpt/qwen25vl,dtype=bfloat16",
     )
+    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N")
     parser.add_argument(
         "--tasks",
         default=default_tasks,
@@ -32,7 +35,9 @@ def add_common_arguments(
         + (default_tasks or "the grounded mini tasks")
         + ")",
     )
-    parser.add_argument("--limit", type=int, default=None, help="samples per task")
+    parser.add_argument(
+        "--limit", type=limit_value, default=None, help="samples per task: a count or a fraction"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed (bootstrap, generation)")
     parser.add_argument("--output", default=default_output, help="output directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -40,15 +45,10 @@ def add_common_arguments(
 
 
 def model_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~harness.api.specs.ModelSpec` named by ``--model`` / ``--model-args``."""
-    from harness.api.specs import ModelSpec, SpecError
+    """The :class:`~harness.api.specs.ModelSpec` of ``--model``, ``--model-args``, ``--device``."""
+    from harness.cli.run import model_from_args
 
-    data: dict[str, Any] = {"name": args.model} if args.model else {}
-    if args.model_args is not None:
-        if not isinstance(args.model_args, dict):
-            raise SpecError("--model-args must be a JSON object")
-        data.update(args.model_args)
-    return ModelSpec.from_dict(data, "--model-args")
+    return model_from_args(args)
 
 
 def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
@@ -66,17 +66,9 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
         from harness.run.main_job import mini_tasks
 
         text = ",".join(n for n in mini_tasks() if TASKS.get(n).grounded)
-    items, depth, current = [], 0, ""
-    for char in text:
-        depth += char == "{"
-        depth -= char == "}"
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    items.append(current)
-    specs = [parse_task(item) for item in items if item.strip()]
+    from harness.cli._args import split_top_level
+
+    specs = [parse_task(item) for item in split_top_level(text) if item.strip()]
     if not specs:
         raise SpecError("--tasks names no task")
     if args.limit is not None:

@@ -248,7 +248,10 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     if args.model or args.model_args is not None or args.device:
         base["model"] = asdict(model_from_args(args, base.get("model")))
     if args.tasks:
-        base["tasks"] = [asdict(parse_task(t)) for t in args.tasks.split(",") if t.strip()]
+        from harness.cli._args import split_top_level
+
+        items = split_top_level(args.tasks)  # commas inside a JSON task object do not split
+        base["tasks"] = [asdict(parse_task(t)) for t in items if t.strip()]
     if not base.get("tasks"):
         raise _spec_error("--interventions runs a grid: name its tasks with --tasks")
     if args.limit is not None:

@@ -1,7 +1,7 @@
 """The versioned results schema — the only thing leaderboards read.
 
 A run directory holds ``results.json`` (a :class:`RunResults`) and per-sample
-logs ``samples/<task>__<intervention>.jsonl`` (append-only, flushed per sample).
+logs ``samples/<cell>.jsonl`` (named by :mod:`harness.run.cells`; append-only, flushed per sample).
 JSON files are written atomically (temp file + rename) so a crash never leaves
 a half-written file behind.
 """

@@ -239,3 +239,21 @@ def test_run_help_says_what_runs(capsys):
     for flag in ("--model_args", "--output_path", "--batch_size", "--gen_kwargs",
                  "--log_samples", "--predict_only", "--verbosity", "--include_path"):  # fmt: skip
         assert flag in text
+
+
+def test_run_tasks_may_be_json_objects_with_commas(tmp_path, mock_model):
+    out = tmp_path / "j"
+    tasks = '{"name": "test_echo", "args": {"n": 3, "broken": [1]}},test_echo'
+    argv = ["run", "--tasks", tasks, "--interventions", "none", "--limit", "3",
+            "--skip-bad-docs", "--output", str(out)]  # fmt: skip
+    assert cli.main(argv) == 0
+    entries = json.loads((out / "results.json").read_text())["entries"]
+    assert [(e["n_samples"], e["n_skipped"]) for e in entries] == [(2, 1), (3, 0)]
+
+
+def test_rank_and_diagnose_take_the_same_model_args(tmp_path, capsys):
+    for command in ("rank", "diagnose"):
+        argv = [command, "--model", "llava", "--model_args", "pretrained=./no/such/ckpt",
+                "--limit", "0.5", "--output", str(tmp_path / command)]  # fmt: skip
+        assert cli.main(argv) == 2
+        assert "'./no/such/ckpt' does not exist" in capsys.readouterr().err
