@@ -165,11 +165,15 @@ def check_processor_args(spec: ModelSpec, processor: Any, consumed: set[str] = f
     known = processor_arg_names(processor) | set(consumed)
     unknown = sorted(set(spec.args) - known)
     if unknown:
-        hint = sorted(k for k in known if "pixel" in k or k in ("size", "num_frames", "fps"))
+        import difflib
+
+        close = sorted({c for k in unknown for c in difflib.get_close_matches(k, known, 3, 0.7)})
+        hint = sorted(k for k in known if "pixel" in k or k.endswith("size") or "frame" in k)
         raise SpecError(
             f"model {spec.name!r}: --model-args option(s) {unknown} are not understood by this "
             f"family's processor ({type(processor).__name__}); it would ignore them. "
-            f"Resolution options it does understand include {hint}"
+            + (f"Did you mean {close}? " if close else "")
+            + f"Resolution options it understands include {hint}"
         )
 
 

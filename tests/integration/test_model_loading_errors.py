@@ -47,6 +47,8 @@ def test_cli_missing_checkpoint_exits_2_without_traceback(offline, tmp_path, cap
 def test_family_options_the_processor_does_not_understand_are_refused():
     with pytest.raises(SpecError, match=r"\['foo'\].*not understood"):
         load_adapter(ModelSpec(name="toy", args={"foo": 1}))
+    with pytest.raises(SpecError, match=r"Did you mean \['crop_size'\]"):
+        load_adapter(ModelSpec(name="toy", args={"crop_sise": {"height": 8, "width": 8}}))
 
 
 def test_family_options_the_processor_understands_are_accepted():
