@@ -187,7 +187,12 @@ class MLVU(VideoChoiceTask):
         out: list[MLVUSample] = []
         seen: dict[str, int] = {}
         for i, row in enumerate(rows):
-            sample = normalise_row(row, row_id("mlvu", i, row, "question_id"))
+            where = row_id("mlvu", i, row, "question_id")
+            try:
+                sample = normalise_row(row, where)
+            except SampleError as exc:
+                self.bad_row(out, where, exc)
+                continue
             k = seen[sample.doc_id] = seen.get(sample.doc_id, -1) + 1
             if k:
                 sample = replace(sample, doc_id=f"{sample.doc_id}#{k}")

@@ -160,7 +160,10 @@ class MMMU(RowSource, Task):
         for rows in self._tables(split):
             meta, media = lazy_media(rows, IMAGE_COLUMNS)
             for i, row in enumerate(meta):
-                out.append(self._sample(row, i, media))
+                try:
+                    out.append(self._sample(row, i, media))
+                except SampleError as exc:
+                    self.bad_row(out, row_id("mmmu", i, row, "id"), exc)
                 if limit is not None and len(out) >= limit:
                     return out
         return out

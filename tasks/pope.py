@@ -143,12 +143,17 @@ class Pope(RowSource, Task):
         out = []
         for i, row in enumerate(meta):
             where = row_id("pope", i, row, "question_id")
-            require(row, ["question_id", "question", "answer", "category"], where)
+            try:
+                require(row, ["question_id", "question", "answer", "category"], where)
+                answer = yes_no(str(row["answer"]))
+                if answer is None:
+                    raise SampleError(f"{where}: answer {row['answer']!r} is not yes/no")
+            except SampleError as exc:
+                if self.subset in ("all", row.get("category")):
+                    self.bad_row(out, where, exc)
+                continue
             if self.subset != "all" and row["category"] != self.subset:
                 continue
-            answer = yes_no(str(row["answer"]))
-            if answer is None:
-                raise SampleError(f"{where}: answer {row['answer']!r} is not yes/no")
             out.append(
                 PopeSample(
                     doc_id=f"{row['category']}/{row['question_id']}",

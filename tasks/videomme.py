@@ -173,7 +173,13 @@ class VideoMME(VideoChoiceTask):
         rows = self.source_rows("videomme", split)
         out: list[VideoMMESample] = []
         for i, row in enumerate(rows):
-            sample = normalise_row(row, row_id("videomme", i, row, "question_id"))
+            where = row_id("videomme", i, row, "question_id")
+            try:
+                sample = normalise_row(row, where)
+            except SampleError as exc:
+                if self.duration in ("all", row.get("duration")):
+                    self.bad_row(out, where, exc)
+                continue
             if self.duration in ("all", sample.duration):
                 out.append(sample)
             if limit is not None and len(out) >= limit:

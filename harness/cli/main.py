@@ -45,6 +45,11 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
         ResultsError,
         ValueError,
         FileNotFoundError,
+        # A path the user gave that cannot be used (output is a file, no permission...).
+        FileExistsError,
+        NotADirectoryError,
+        IsADirectoryError,
+        PermissionError,
     )
 
 

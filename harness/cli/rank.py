@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
-    from harness.run.outdir import check_writable
+    from harness.run.outdir import OutputLock, check_writable
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
@@ -54,17 +54,18 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.output)
     adapter = load_model(args)
     try:
-        report = run_rank(
-            adapter,
-            tspecs,
-            args.output,
-            seed=args.seed,
-            top_k=args.top_k,
-            n_boot=args.n_boot,
-            progress=not args.no_progress,
-            plots=not args.no_plots,
-            skip_bad_docs=args.skip_bad_docs,
-        )
+        with OutputLock(args.output, "rank output directory"):  # one rank per directory
+            report = run_rank(
+                adapter,
+                tspecs,
+                args.output,
+                seed=args.seed,
+                top_k=args.top_k,
+                n_boot=args.n_boot,
+                progress=not args.no_progress,
+                plots=not args.no_plots,
+                skip_bad_docs=args.skip_bad_docs,
+            )
     except (ProbeError, TaskLoadError) as exc:
         print(f"headscope rank: {exc}", file=sys.stderr)
         return 1

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import EvidenceError
-from harness.api.task import BadDataError, BadDoc, SampleError, build_task
+from harness.api.task import BadDataError, BadDoc, SampleError, TaskLoadError, build_task
 from harness.probes.record import ProbeError, prepare_single, record_masses
 
 if TYPE_CHECKING:
@@ -96,6 +96,8 @@ def probe_task(
         docs = tspec.take(task.load(split=tspec.split, limit=tspec.load_limit))
     except SampleError as exc:
         raise BadDataError(f"task {tspec.name!r}: {exc}; {BadDataError.FIX}") from None
+    except TaskLoadError as exc:
+        raise BadDataError(f"task {tspec.name!r}: documents failed to load: {exc}") from None
     spec = {
         "name": tspec.name,
         "split": tspec.split or task.default_split,

@@ -171,3 +171,23 @@ def test_rank_follows_the_same_rule(tmp_path, case, name, make, culprit, n, skip
     bad = [s for s in probe.skipped if not s["reason"].startswith(declined)]
     assert len(bad) == skipped and re.search(culprit, bad[0]["reason"])
     assert len(probe.skipped) == n  # the others were declined by the mock's evidence mapping
+
+
+@pytest.mark.parametrize(
+    ("name", "maker", "mutate", "culprit", "n"),
+    [
+        ("pope", F.make_pope, lambda rows: [*rows[:2], rows[2] | {"answer": "maybe"}, *rows[3:]],
+         r"pope row 2 .*not yes/no", 6),
+        ("mmmu", F.make_mmmu, lambda rows: [rows[0] | {"options": "['a', 'b'"}, *rows[1:]],
+         r"mmmu row 0 \(id='validation_Math_1'\).*'options'", 4),
+    ],
+)  # fmt: skip
+def test_other_tasks_follow_the_same_rule(tmp_path, name, maker, mutate, culprit, n):
+    args = maker(tmp_path / "data", mutate=mutate)
+    with pytest.raises(BadDataError, match=culprit):
+        run_grid(_spec(tmp_path / "a", name, args, False), ScriptedAdapter(_responder))
+    assert not (tmp_path / "a").exists()
+    entry = run_grid(_spec(tmp_path / "b", name, args, True), ScriptedAdapter(_responder)).entries[
+        0
+    ]
+    assert entry.n_skipped == 1 and entry.n_samples == n - 1

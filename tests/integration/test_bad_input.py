@@ -40,6 +40,17 @@ def _parent_is_file(tmp: Path) -> list[str]:
     return [*RUN, "--output", str(tmp / "f" / "sub")]
 
 
+def _leaderboard_output_is_file(tmp: Path) -> list[str]:
+    assert main([*RUN, "--output", str(tmp / "run")]) == 0
+    (tmp / "o").write_text("mine")
+    return ["leaderboard", str(tmp / "run"), "--quiet"]
+
+
+def _diagnose_output_is_file(tmp: Path) -> list[str]:
+    (tmp / "o").write_text("mine")
+    return ["diagnose", "--tasks", "refcocog_mini", "--limit", "1"]
+
+
 def _grid_dir_for_main_job(tmp: Path) -> list[str]:
     (tmp / "o").mkdir()
     (tmp / "o" / "run_spec.json").write_text("{}")
@@ -94,6 +105,10 @@ CASES = [
      _flags("run", "--interventions", "bogus:x=1", "--skip-bad-docs"), "--interventions"),
     ("main-job-in-grid-dir", _grid_dir_for_main_job, "grid run"),
     ("main-job-limit-zero", _flags("run", "--limit", "0"), "--limit"),
+    ("leaderboard-output-is-file", _leaderboard_output_is_file, "File exists"),
+    ("diagnose-output-is-file", _diagnose_output_is_file, "File exists"),
+    ("rank-output-is-file", lambda tmp: (tmp / "o").write_text("x") and
+     ["rank", "--tasks", "refcocog_mini", "--limit", "1"], "is a file"),
     ("rank-limit-zero", _flags("rank", "--tasks", "refcocog_mini", "--limit", "0"), "limit"),
 ]  # fmt: skip
 
