@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -50,7 +51,10 @@ from tasks._common import (
 )
 from tasks._scoring import check_scoring
 
-__all__ = ["RefSample", "RefCOCOg", "PROMPT", "iou_scores", "THRESHOLDS"]
+__all__ = ["RefSample", "RefCOCOg", "PROMPT", "iou_scores", "lmms_eval_scores", "THRESHOLDS"]
+_LMMS_BOX = re.compile(
+    r"\[\s*(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\s*\]"
+)
 
 PROMPT = "Please provide the bounding box coordinate of the region this sentence describes: {}."
 THRESHOLDS = (0.3, 0.5, 0.7)
@@ -92,6 +96,29 @@ def parse_bbox_xywh(value: Any, where: str) -> Box:
     return Box.from_xywh(x, y, w, h)
 
 
+def lmms_eval_scores(text: str, gold: Box, size: tuple[int, int]) -> dict[str, float]:
+    """lmms-eval 0.7.3 ``tasks/refcocog/utils_rec.py`` on one reply.
+
+    The gold box is normalised to [0, 1] by the image size; the prediction is the first
+    "[a, b, c, d]" of plain decimals read as [0, 1] xyxy, else [0, 0, 0, 0]; no clipping and
+    no reordering; IoU as ``compute_iou`` (areas of reversed boxes go negative), accuracy at
+    IoU ≥ t, centre accuracy = the predicted centre inside the gold box.
+    """
+    w, h = size
+    g = (gold.x1 / w, gold.y1 / h, gold.x2 / w, gold.y2 / h)
+    match = _LMMS_BOX.search(text)
+    p = tuple(float(v) for v in match.groups()) if match else (0.0, 0.0, 0.0, 0.0)
+    inter = max(0.0, min(g[2], p[2]) - max(g[0], p[0])) * max(
+        0.0, min(g[3], p[3]) - max(g[1], p[1])
+    )
+    union = (g[2] - g[0]) * (g[3] - g[1]) + (p[2] - p[0]) * (p[3] - p[1]) - inter
+    iou = inter / union if union else 0.0
+    cx, cy = (p[0] + p[2]) / 2, (p[1] + p[3]) / 2
+    out = {f"acc@{t}": float(iou >= t) for t in THRESHOLDS}
+    centre = g[0] <= cx <= g[2] and g[1] <= cy <= g[3]
+    return out | {"miou": iou, "center_acc": float(centre), "parse_rate": float(match is not None)}
+
+
 def iou_scores(pred: Box | None, gold: Box, size: tuple[int, int]) -> dict[str, float]:
     """REC per-sample scores of a predicted box (None = unparseable) against the gold box."""
     clipped = pred.clip(*size) if pred is not None else None
@@ -116,8 +143,10 @@ class RefCOCOg(RowSource, Task):
         data_dir: Local folder of such files.
         image_root: Folder that relative image paths are resolved against.
         revision: Hub revision.
-        scoring: Only "lenient" (headscope's rule, described above) for now; the
-            benchmark's official and lmms-eval rules are not implemented yet.
+        scoring: "lenient" (the default: the family's convention, clipping, the metrics
+            above) or "lmms_eval" (:func:`lmms_eval_scores`). RefCOCOg has no released
+            scorer of its own ("official" is refused); each family's published evaluator
+            is its adapter's ``parse_box`` (e.g. InternVL's).
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -142,7 +171,7 @@ class RefCOCOg(RowSource, Task):
         revision: str | None = None,
         scoring: str = "lenient",
     ) -> None:
-        self.scoring = check_scoring("refcocog", scoring, ("lenient",))
+        self.scoring = check_scoring("refcocog", scoring, ("lenient", "lmms_eval"))
         self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root
 
@@ -219,9 +248,12 @@ class RefCOCOg(RowSource, Task):
         return BoxEvidence(box=clipped, image_index=0)
 
     def score(self, sample: RefSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """IoU-based scores; the box is parsed in the model family's convention."""
+        """IoU-based scores: the family's convention (lenient) or lmms-eval's [0, 1] rule."""
         size = image_size(self._image_source(sample), f"refcocog doc {sample.doc_id}")
-        out = iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
+        if self.scoring == "lmms_eval":
+            out = lmms_eval_scores(generation.text, sample.box, size)
+        else:
+            out = iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
         raw = box_numbers(generation.text)
         out["swapped_rate"] = float(raw is not None and (raw[0] > raw[2] or raw[1] > raw[3]))
         return out

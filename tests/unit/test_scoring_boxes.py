@@ -47,3 +47,54 @@ def test_box_numbers_takes_the_first_box_in_any_form():
     assert box_numbers("(1,2),(3,4) then [5, 6, 7, 8]") == (1, 2, 3, 4)
     assert box_numbers("[5, 6, 7, 8] then (1,2),(3,4)") == (5, 6, 7, 8)
     assert box_numbers("[1, 2, 3]") is None and box_numbers("[inf, 1, 2, 3]") is None
+
+
+LMMS_REPLIES = [
+    "[0.1, 0.2, 0.5, 0.8]",
+    "[0.12, 0.2,0.5, 0.78] is the box",
+    "[0.5, 0.8, 0.1, 0.2]",
+    "[[0.1, 0.2, 0.5, 0.8]]",
+    "[100, 200, 500, 800]",
+    "(0.1,0.2),(0.5,0.8)",
+    "[.1, .2, .5, .8]",
+    "no box",
+    "",
+    "[0.0, 0.0, 1.0, 1.0]",
+    "[-0.1, 0.2, 0.3, 0.9]",
+    "The region is [0.15, 0.25, 0.45, 0.75].",
+]
+
+
+def test_refcocog_lmms_eval_equality_with_its_own_functions(monkeypatch):
+    pytest.importorskip("lmms_eval")
+    ref = pytest.importorskip("lmms_eval.tasks.refcocog.utils_rec")
+    import tasks.refcocog as rc
+
+    monkeypatch.setattr(rc, "image_size", lambda src, where: SIZE)
+    task = RefCOCOg(scoring="lmms_eval")
+    w, h = SIZE
+    gold = [GOLD.x1 / w, GOLD.y1 / h, GOLD.x2 / w, GOLD.y2 / h]  # its preprocess_dataset
+    theirs, rows = [], []
+    for reply in LMMS_REPLIES:
+        got = ref.refcoco_bbox_rec_process_result(
+            {"answer": "x", "question_id": 1, "bbox": gold}, [reply]
+        )
+        theirs.append(got["refcoco_IoU"])
+        rows.append(
+            task.score(
+                RefSample("d", "the dog", GOLD, None), Generation(reply), ScoringContext(None, 0)
+            )
+        )
+    ours = {m.name: m.value for m in task.aggregate(rows)}
+    for name, metric in (
+        ("miou", "IoU"),
+        ("acc@0.5", "ACC@0.5"),
+        ("acc@0.3", "ACC@0.3"),
+        ("acc@0.7", "ACC@0.7"),
+        ("center_acc", "Center_ACC"),
+    ):
+        assert ours[name] == pytest.approx(
+            ref.refcoco_bbox_rec_aggregation_result(theirs, metric)
+        ), name
+    for row, got in zip(rows, theirs):
+        assert row["miou"] == pytest.approx(ref.compute_iou(got["bbox"], got["pred"]))
