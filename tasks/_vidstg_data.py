@@ -233,3 +233,40 @@ def tube_scores(
     if pred_box is not None:
         viou = sum(pred_box.iou(tube[shown[p]]) for p in both) / union
     return len(both) / union, viou
+
+
+def tubedetr_scores(
+    shown: Sequence[int],
+    span: tuple[int, int],
+    tube: Mapping[int, Box],
+    pred_positions: tuple[int, int] | None,
+    pred_box: Box | None,
+) -> tuple[float, float]:
+    """``(tIoU, vIoU)`` as TubeDETR's VidSTG evaluator computes them, on the shown frames.
+
+    antoyang/TubeDETR ``datasets/vidstg_eval.py::VidSTGiouEvaluator.evaluate`` with the shown
+    frames as its ``frame_ids`` and the predicted positions mapped to source frames as its
+    post-processor does (``models/postprocessors.py``: ``[id[start], id[end] + 1]``, end
+    excluded): tIoU from frame-number arithmetic of the two ``[start, end)`` spans (0 when
+    they do not overlap); vIoU = Σ IoU(pred box, gt box) over the shown gt-tube frames inside
+    both spans, divided by the number of shown frames inside their hull (at least 1). A
+    sentence is never left out; an unparsed span or box scores 0 (no prediction).
+    """
+    if pred_positions is None or not shown:
+        return 0.0, 0.0
+    last = len(shown) - 1
+    lo, hi = sorted(min(max(p, 0), last) for p in pred_positions)
+    pred = (shown[lo], shown[hi] + 1)
+    max_start, min_end = max(span[0], pred[0]), min(span[1], pred[1])
+    min_start, max_end = min(span[0], pred[0]), max(span[1], pred[1])
+    if min_end <= max_start:
+        tiou = 0.0
+    else:
+        inter = min_end - max_start
+        tiou = inter / ((span[1] - span[0]) + (pred[1] - pred[0]) - inter)
+    hull = [f for f in shown if min_start <= f < max_end]
+    both = {f for f in shown if max_start <= f < min_end}
+    viou = 0.0
+    if pred_box is not None:
+        viou = sum(pred_box.iou(tube[f]) for f in shown if span[0] <= f < span[1] and f in both)
+    return tiou, viou / max(len(hull), 1)

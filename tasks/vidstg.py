@@ -20,12 +20,18 @@ Request: ``num_frames`` frames sampled uniformly over ``used_segment``; the mode
 ``"<start>-<end> [x1, y1, x2, y2]"`` with 0-based positions among the shown frames (end
 inclusive) and one box in the family's coordinate convention (parsed by the adapter).
 
-Metrics (:func:`tasks._vidstg_data.tube_scores`), over the shown frames only: with ``P`` the
-shown positions the model names and ``G`` those whose source frame lies in ``temporal_gt``,
-``tIoU = |P∩G| / |P∪G|`` and ``vIoU = Σ_{p∈P∩G} IoU(box, gt_p) / |P∪G|``. m_tIoU and m_vIoU
-average them; vIoU@R is the fraction with ``vIoU > R`` (R = 0.3, 0.5). A sentence whose
-``temporal_gt`` contains no shown frame cannot be scored at this frame budget: it is left out
-(``n`` says how many entered) and the ``evaluable`` metric reports the fraction kept. Each metric
+Scoring (``scoring``, recorded in settings): ``official`` (default) is TubeDETR's VidSTG
+evaluator (antoyang/TubeDETR ``datasets/vidstg_eval.py``) with the shown frames as its frame
+ids (:func:`tasks._vidstg_data.tubedetr_scores`): tIoU from the frame numbers of the predicted
+``[id[start], id[end] + 1)`` and gold spans, vIoU over the shown frames, every sentence
+counted. ``lenient`` (headscope's earlier rule) is below.
+
+Lenient metrics (:func:`tasks._vidstg_data.tube_scores`), over the shown frames only: with
+``P`` the shown positions the model names and ``G`` those whose source frame lies in
+``temporal_gt``, ``tIoU = |P∩G| / |P∪G|`` and ``vIoU = Σ_{p∈P∩G} IoU(box, gt_p) / |P∪G|``.
+m_tIoU and m_vIoU average them; vIoU@R is the fraction with ``vIoU > R`` (R = 0.3, 0.5). A
+sentence whose ``temporal_gt`` contains no shown frame cannot be scored at this frame budget: it
+is left out (``n`` says how many entered) and the ``evaluable`` metric reports the fraction kept. Each metric
 is also reported per sentence type (suffix ``_declarative`` / ``_interrogative``).
 """
 
@@ -56,6 +62,7 @@ from tasks._vidstg_data import (
     normalise_entry,
     parse_span,
     tube_scores,
+    tubedetr_scores,
 )
 
 __all__ = ["VidSTG", "VidSTGSample"]
@@ -87,8 +94,8 @@ class VidSTG(Task):
         video_root: VidOR video root (``video_path`` of the VidOR annotation, else
             ``<vid>.mp4`` anywhere below).
         sentence_type: "declarative", "interrogative" or "all".
-        scoring: Only "lenient" (headscope's rule, described above) for now; the
-            benchmark's official and lmms-eval rules are not implemented yet.
+        scoring: "official" (TubeDETR's evaluator on the shown frames) or "lenient" (the
+            shown-frame set metrics above); lmms-eval has no VidSTG task.
     """
 
     metrics = _metric_defs()
@@ -104,9 +111,9 @@ class VidSTG(Task):
         vidor_annotation_dir: str | None = None,
         video_root: str | None = None,
         sentence_type: Literal["declarative", "interrogative", "all"] = "all",
-        scoring: str = "lenient",
+        scoring: str = "official",
     ) -> None:
-        self.scoring = check_scoring("vidstg", scoring, ("lenient",))
+        self.scoring = check_scoring("vidstg", scoring, ("official", "lenient"))
         if num_frames < 1:
             raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
         if sentence_type not in (*SENTENCE_TYPES, "all"):
@@ -235,14 +242,18 @@ class VidSTG(Task):
 
     # -- scoring ----------------------------------------------------------------------------
     def score(self, sample: VidSTGSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """Temporal and spatio-temporal IoU (None when the span holds no shown frame)."""
+        """Temporal and spatio-temporal IoU under the scoring mode (see the module docstring)."""
         shown = self.shown_frames(sample)
         positions = parse_span(generation.text)
         box = ctx.parse_box(generation.text, (sample.width, sample.height))
         result = tube_scores(shown, sample.span, sample.tube, positions, box)
+        evaluable = result is not None
+        if self.scoring == "official":
+            result = tubedetr_scores(shown, sample.span, sample.tube, positions, box)
         return {
             "sentence_type": sample.sentence_type,
-            "evaluable": result is not None,
+            "evaluable": evaluable,
+            "counted": result is not None,
             "tIoU": None if result is None else result[0],
             "vIoU": None if result is None else result[1],
             "pred_positions": list(positions) if positions else None,
@@ -250,10 +261,14 @@ class VidSTG(Task):
         }
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
-        """Means over evaluable rows, overall and per sentence type."""
+        """Means over the counted rows (official: all; lenient: evaluable), per sentence type."""
         out = []
         for suffix, keep in (("", None), *((f"_{t}", t) for t in SENTENCE_TYPES)):
-            sel = [r for r in rows if r["evaluable"] and keep in (None, r["sentence_type"])]
+            sel = [
+                r
+                for r in rows
+                if r.get("counted", r["evaluable"]) and keep in (None, r["sentence_type"])
+            ]
             columns: dict[str, Callable[[dict], float]] = {
                 "m_tIoU": lambda r: r["tIoU"],
                 "m_vIoU": lambda r: r["vIoU"],

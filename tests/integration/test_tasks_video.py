@@ -86,7 +86,7 @@ def _by_sentence(answers):
 
 
 def test_vidstg_end_to_end_perfect(data, tmp_path):
-    args = {**data["vidstg"], "num_frames": 4}
+    args = {**data["vidstg"], "num_frames": 4, "scoring": "lenient"}  # shown-frame metrics
     entry, m, rows = run(tmp_path, "vidstg", args, _by_sentence(PERFECT))
     assert m["m_tIoU"].value == pytest.approx(1.0) and m["m_tIoU"].n == 3
     assert m["m_vIoU"].value == pytest.approx(1.0) and m["vIoU@0.5"].value == 1.0
@@ -100,7 +100,7 @@ def test_vidstg_end_to_end_perfect(data, tmp_path):
 def test_vidstg_end_to_end_partial_and_normalised_boxes(data, tmp_path):
     # "0-3" on the toy: entry 0 → tIoU 1/4, vIoU 0 (toy vs child box disjoint); entry 1 →
     # tIoU 2/4, vIoU (1 + 1)/4. Normalised box [0.6875, 0.0833, 0.9375, 0.4167] = toy box.
-    args = {**data["vidstg"], "num_frames": 4}
+    args = {**data["vidstg"], "num_frames": 4, "scoring": "lenient"}
     answer = "0-3 [0.6875, 0.083333, 0.9375, 0.416667]"
     _, m, _ = run(tmp_path, "vidstg", args, lambda r: answer, convention="normalized")
     assert m["m_tIoU"].value == pytest.approx((0.25 + 0.25 + 0.5) / 3)

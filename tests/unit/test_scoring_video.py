@@ -45,7 +45,7 @@ def test_vidstg_score_from_text(case):
     from tasks.vidstg import VidSTG
 
     spec = VIDSTG["score_text_sample"]
-    task = VidSTG()
+    task = VidSTG(scoring="lenient")
     task.shown_frames = lambda sample: tuple(spec["shown"])  # the frames a request showed
     sample = VidSTGSample(
         doc_id="v:0:d0", vid="v", sentence="s", sentence_type="declarative", target_id=0,
@@ -72,7 +72,7 @@ def test_vidstg_aggregate_by_sentence_type_and_evaluable():
         {"sentence_type": "interrogative", "evaluable": True, "tIoU": 0.0, "vIoU": 0.0},
         {"sentence_type": "interrogative", "evaluable": False, "tIoU": None, "vIoU": None},
     ]
-    got = {m.name: m for m in VidSTG().aggregate(rows)}
+    got = {m.name: m for m in VidSTG(scoring="lenient").aggregate(rows)}
     assert {m.name for m in VidSTG.metrics} == set(got)
     assert got["m_tIoU"].value == pytest.approx(0.5) and got["m_tIoU"].n == 3
     assert got["m_vIoU"].value == pytest.approx(0.3)
