@@ -31,8 +31,9 @@ Lenient metrics (:func:`tasks._vidstg_data.tube_scores`), over the shown frames 
 ``temporal_gt``, ``tIoU = |P∩G| / |P∪G|`` and ``vIoU = Σ_{p∈P∩G} IoU(box, gt_p) / |P∪G|``.
 m_tIoU and m_vIoU average them; vIoU@R is the fraction with ``vIoU > R`` (R = 0.3, 0.5). A
 sentence whose ``temporal_gt`` contains no shown frame cannot be scored at this frame budget: it
-is left out (``n`` says how many entered) and the ``evaluable`` metric reports the fraction kept. Each metric
-is also reported per sentence type (suffix ``_declarative`` / ``_interrogative``).
+is left out (``n`` says how many entered) and the ``evaluable`` metric reports the fraction
+kept. Each metric is also reported per sentence type (suffix ``_declarative`` /
+``_interrogative``).
 """
 
 from __future__ import annotations
