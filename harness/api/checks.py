@@ -16,7 +16,16 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["TypeMismatch", "matches", "describe", "check_value", "check_fields", "hints_of"]
+__all__ = [
+    "TypeMismatch",
+    "matches",
+    "describe",
+    "check_value",
+    "check_fields",
+    "check_finite",
+    "hints_of",
+    "one_line",
+]
 
 
 class TypeMismatch(ValueError):
@@ -145,3 +154,24 @@ def check_fields(obj: Any, where: str) -> None:
     for f in dataclasses.fields(obj):
         if f.init and f.name in hints:
             check_value(getattr(obj, f.name), hints[f.name], f"{where}: {f.name}")
+
+
+def check_finite(value: Any, where: str) -> None:
+    """Refuse NaN / ±inf anywhere in a spec: they are not JSON, so a run could not resume."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TypeMismatch(f"{where} holds the non-finite number {value}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_finite(item, f"{where}[{i}]")
+
+
+def one_line(exc: Exception) -> str:
+    """A parser error on one line (YAML's own message spans several, with a caret)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())

@@ -69,12 +69,14 @@ def _check_types(cls: type, data: dict[str, Any], where: str) -> None:
                 raise SpecError(str(exc)) from None
 
 
-def _validate(obj: Any) -> None:
-    """Type-check a constructed spec (specs built in code, not from a mapping)."""
-    from harness.api.checks import TypeMismatch, check_fields
+def _validate(obj: Any, finite: bool = False) -> None:
+    """Type-check a constructed spec (and refuse NaN / inf: not JSON, so no resume)."""
+    from harness.api.checks import TypeMismatch, check_fields, check_finite
 
     try:
         check_fields(obj, type(obj).__name__)
+        if finite:
+            check_finite(obj.to_dict(), "run spec")
     except TypeMismatch as exc:
         raise SpecError(str(exc)) from None
 
@@ -236,7 +238,7 @@ class RunSpec:
     predict_only: bool = False
 
     def __post_init__(self) -> None:
-        _validate(self)
+        _validate(self, finite=True)
         if not self.tasks:
             raise SpecError("run spec has no tasks")
         from harness.api.generation import check_gen_kwargs
@@ -313,6 +315,8 @@ class RunSpec:
 
 def load_run_file(path: str | Path) -> RunSpec:
     """Read a YAML or JSON run file into a :class:`RunSpec`."""
+    from harness.api.checks import one_line
+
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"run file {str(path)!r} does not exist")
@@ -328,17 +332,8 @@ def load_run_file(path: str | Path) -> RunSpec:
 
             data = yaml.safe_load(text)
     except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
-        raise SpecError(f"run file {str(path)!r} is malformed: {_one_line(exc)}") from None
+        raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from None
     return RunSpec.from_dict(data, where=f"run file {path.name}")
-
-
-def _one_line(exc: Exception) -> str:
-    """A parser error on one line (YAML's own message spans several, with a caret)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None)
-    if mark is not None and problem:
-        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return " ".join(str(exc).split())
 
 
 def _scalar(text: str) -> Any:
