@@ -84,10 +84,11 @@ def length_bucket(n: int, per_octave: int = 4) -> int:
 def left_padding_start(attention_mask: torch.Tensor | None, batch: int) -> torch.Tensor | None:
     """(B,) first real key per row when HF's mask is causal ∧ left padding; else None.
 
-    ``attention_mask`` is HF's bool mask (B, 1, S, S) of a prefill (True = attend) or None
-    (no padding: returns zeros). The whole mask is compared with the causal ∧ key ≥ start
-    mask it should be, so any other structure (right padding, packed sequences, custom masks)
-    returns None and the caller falls back to the chunked kernel.
+    ``attention_mask`` is HF's bool mask (B, 1, S, S) of a prefill (True = attend); None
+    (no padding) gives None. The whole mask is compared with the causal ∧ key ≥ start mask it
+    should be, in blocks of rows (at most 2^28 entries at a time), so any other structure
+    (right padding, packed sequences, custom masks) returns None and the caller falls back to
+    the chunked kernel.
     """
     import torch
 
@@ -102,11 +103,14 @@ def left_padding_start(attention_mask: torch.Tensor | None, batch: int) -> torch
     last = mask[:, 0, -1]  # the last row sees every real key
     start = torch.where(last.any(-1), last.int().argmax(-1), length)
     pos = torch.arange(length, device=mask.device)
-    expect = (pos[None, :, None] >= pos[None, None, :]) & (
-        pos[None, None, :] >= start[:, None, None]
-    )
-    if not torch.equal(mask[:, 0], expect):
-        return None
+    rows = max(1, (1 << 28) // max(1, batch * length))
+    for lo in range(0, length, rows):
+        q = pos[lo : lo + rows]
+        expect = (q[None, :, None] >= pos[None, None, :]) & (
+            pos[None, None, :] >= start[:, None, None]
+        )
+        if not torch.equal(mask[:, 0, lo : lo + rows], expect):
+            return None
     return start
 
 
