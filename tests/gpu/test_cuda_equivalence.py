@@ -215,3 +215,19 @@ def test_flex_on_the_qwen3_vl_4b_layer_geometry_matches_chunked():
             q[:, h : h + 1], k[:, kv], v[:, kv], None, size, 0, dim**-0.5
         )
     assert rel(out.float(), ref.float()) <= BF16_REL
+
+
+@pytest.mark.parametrize("prior", ["complexity", "vision"])
+def test_sap_pixel_priors_on_cuda_match_cpu(prior):
+    """SAP's priors built from the pixels and the ViT attention of the same forward."""
+    from tests.integration.test_interventions_sap import llava_batch
+
+    cpu = TinyAdapter(build_tiny_model("llava"))
+    gpu = TinyAdapter(build_tiny_model("llava").to(CUDA))
+    inp = dict(llava_batch())
+    real = inp["attention_mask"].bool()
+    for semantics in ("code", "distribution"):
+        spec = f"sap:prior={prior},layers=all,semantics={semantics}"
+        ref = run(cpu, inp, spec)
+        out = run(gpu, on(inp, CUDA), spec)
+        torch.testing.assert_close(out[real], ref[real], **FP32, msg=spec)
