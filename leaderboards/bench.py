@@ -21,6 +21,7 @@ never defines a group.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ class BenchFile:
         return None if value is None else str(value)
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
     """Validate a ``bench hybrid`` (``kind="hybrid"``) or ``bench ram`` JSON document.
 
@@ -117,6 +122,10 @@ def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
         missing = [k for k in required if row.get(k) is None]
         if missing:
             raise MergeError(f"{path}: bench {kind} row {i} lacks {missing}")
+        bad = [k for k in known if row.get(k) is not None and not _number(row[k])]
+        if bad:
+            shown = {k: row[k] for k in bad}
+            raise MergeError(f"{path}: bench {kind} row {i}: {shown} must be finite numbers")
         extra = {
             k: v for k, v in row.items() if k not in known and k != "model" and is_setting(k, v)
         }

@@ -51,6 +51,14 @@ def _diagnose_output_is_file(tmp: Path) -> list[str]:
     return ["diagnose", "--tasks", "refcocog_mini", "--limit", "1"]
 
 
+def _bench_with_strings(tmp: Path) -> list[str]:
+    row = {"length": "4K", "keep": 0.1, "window": 8, "dense_ms": 1.0, "hybrid_ms": 1.0,
+           "speedup": "fast", "bound": 2.0}  # fmt: skip
+    (tmp / "lb").mkdir()
+    (tmp / "lb" / "bench_hybrid.json").write_text(json.dumps({"bench": "hybrid", "rows": [row]}))
+    return ["leaderboard", str(tmp / "lb"), "--quiet"]
+
+
 def _grid_dir_for_main_job(tmp: Path) -> list[str]:
     (tmp / "o").mkdir()
     (tmp / "o" / "run_spec.json").write_text("{}")
@@ -106,6 +114,7 @@ CASES = [
      _flags("run", "--interventions", "bogus:x=1", "--skip-bad-docs"), "--interventions"),
     ("main-job-in-grid-dir", _grid_dir_for_main_job, "grid run"),
     ("main-job-limit-zero", _flags("run", "--limit", "0"), "--limit"),
+    ("leaderboard-bench-strings", _bench_with_strings, "must be finite numbers"),
     ("leaderboard-output-is-file", _leaderboard_output_is_file, "File exists"),
     ("diagnose-output-is-file", _diagnose_output_is_file, "File exists"),
     ("rank-output-is-file", lambda tmp: (tmp / "o").write_text("x") and
