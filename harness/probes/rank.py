@@ -107,38 +107,44 @@ def probe_task(
     }
     out = TaskProbe(tspec.name, spec)
     no_evidence = 0
-    for doc in track(docs, f"rank {tspec.name}", enabled=progress):
-        try:
-            if isinstance(doc, BadDoc):
-                raise SampleError(doc.reason)
-            request = task.request(doc)
-        except SampleError as exc:  # malformed row or media: the same rule as `run`
-            if not skip_bad_docs:
-                raise BadDataError(
-                    f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}; {BadDataError.FIX}"
-                ) from None
-            out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
-            continue
-        try:
-            evidence = task.evidence(doc, request)
-            if evidence is None:
-                no_evidence += 1
-                raise EvidenceError("the task gives no evidence for this sample")
-            spans = adapter.token_spans(request, evidence)
-            if not spans.evidence:
-                raise EvidenceError("the evidence covers no visual token")
-            if not spans.instruction:
-                raise EvidenceError("no instruction tokens")
-        except EvidenceError as exc:
-            out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
-            continue
-        inputs = prepare_single(adapter, request, spans)
-        try:
-            mass = record_masses(adapter.model, inputs, spans.instruction, {"ev": spans.evidence})
-        except ProbeError as exc:
-            raise ProbeError(f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}") from exc
-        out.values.append(mass["ev"])
-        out.ids.append(str(doc.doc_id))
+    items = track(docs, f"rank {tspec.name}", enabled=progress)
+    try:  # the bar is cleared before an error is printed
+        for doc in items:
+            try:
+                if isinstance(doc, BadDoc):
+                    raise SampleError(doc.reason)
+                request = task.request(doc)
+            except SampleError as exc:  # malformed row or media: the same rule as `run`
+                if not skip_bad_docs:
+                    raise BadDataError(
+                        f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}; {BadDataError.FIX}"
+                    ) from None
+                out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
+                continue
+            try:
+                evidence = task.evidence(doc, request)
+                if evidence is None:
+                    no_evidence += 1
+                    raise EvidenceError("the task gives no evidence for this sample")
+                spans = adapter.token_spans(request, evidence)
+                if not spans.evidence:
+                    raise EvidenceError("the evidence covers no visual token")
+                if not spans.instruction:
+                    raise EvidenceError("no instruction tokens")
+            except EvidenceError as exc:
+                out.skipped.append({"doc_id": str(doc.doc_id), "reason": str(exc)})
+                continue
+            inputs = prepare_single(adapter, request, spans)
+            try:
+                mass = record_masses(
+                    adapter.model, inputs, spans.instruction, {"ev": spans.evidence}
+                )
+            except ProbeError as exc:
+                raise ProbeError(f"task {tspec.name!r}, doc {doc.doc_id!r}: {exc}") from exc
+            out.values.append(mass["ev"])
+            out.ids.append(str(doc.doc_id))
+    finally:
+        items.close()
     if docs and no_evidence == len(docs):
         from harness.api.registry import TASKS
 

@@ -191,3 +191,14 @@ def test_other_tasks_follow_the_same_rule(tmp_path, name, maker, mutate, culprit
         0
     ]
     assert entry.n_skipped == 1 and entry.n_samples == n - 1
+
+
+def test_progress_is_closed_before_the_error_is_reported(tmp_path, capsys):
+    args = F.make_refcocog(tmp_path / "data", mutate=_refcocog_box_outside)
+    adapter = _NoEvidenceAdapter(_responder)
+    with pytest.raises(BadDataError) as err:
+        probe_task(adapter, TaskSpec("refcocog", args=args), progress=True)
+    # The progress report ended (bar cleared / summary line written) while the error was
+    # still in flight, so the error line starts on a line of its own.
+    assert "[headscope] rank refcocog: 2/4 samples" in capsys.readouterr().err
+    assert err.value is not None
