@@ -13,7 +13,7 @@ keep 0.05, W = 1024):
   attention_flex        bench hybrid --scope attention, 32K/64K/128K, flex
   layer_flex            bench hybrid --scope layer (2 layers), 64K/128K, flex
   masks                 bench masks: 20 samples of 8K-64K tokens, flex
-  ttft_qwen3_vl_4b      bench ttft, 64 frames of 448 px (then the same for Qwen2.5-VL-7B and
+  ttft_qwen3_vl_4b      bench ttft, 128 frames of 448 px (then the same for Qwen2.5-VL-7B and
                         LLaVA-OneVision-7B when time is left)
   attention_chunked     bench hybrid --scope attention, 32K/128K, chunked (the CPU kernel)
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GEO = ["--geometry", "qwen3-vl-4b", "--dtype", "bfloat16", "--device", "cuda"]
 HYBRID = ["--keep", "0.05", "--window", "1024"]
-TTFT = ["--frames", "64", "--frame-size", "448", "--repeats", "2", "--device", "cuda"]
+TTFT = ["--frames", "128", "--frame-size", "448", "--repeats", "2", "--device", "cuda"]
 # name → (seconds needed to start, time limit, command)
 STAGES: dict[str, tuple[int, int, list[str]]] = {
     "tests": (120, 180, ["-m", "pytest", "-q", "-p", "device_check_log", "tests/gpu"]),

@@ -93,6 +93,7 @@ def test_window_longer_than_the_input_is_dense_on_cuda(family, kernel):
     geo = adapter.geometry
     plan = Plan.build(window={h: Window(64) for h in geo.all_heads()})
     set_window_kernel(kernel)
+    window_kernels_used(reset=True)
     dense = run(adapter, inp)
     windowed = run(adapter, inp, plan=plan)
     assert window_kernels_used(reset=True) == {kernel: geo.num_layers}
