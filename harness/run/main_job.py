@@ -264,7 +264,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
         tables_text = _leaderboards(out)
 
     summary = _summary(results, bench_path, out, cfg)
-    summary["hybrid_window"] = window_record(cfg, window, lengths)
+    summary["hybrid_window"] = window_record(cfg, window, lengths, adapter.geometry)
     summary["timings_s"] = clock.rounded()
     write_json_atomic(out / "summary.json", summary)
     print(tables_text)

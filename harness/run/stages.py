@@ -134,14 +134,38 @@ def task_lengths(adapter: Any, specs: tuple[Any, ...], cfg: Any, out: Path) -> d
     return lengths
 
 
-def window_record(cfg: Any, window: int, lengths: dict) -> dict[str, Any]:
-    """How the grid's hybrid window was chosen (rule, fraction, the lengths it scales with)."""
+def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) -> dict[str, Any]:
+    """How the grid's hybrid window was chosen (rule, fraction, the lengths it scales with).
+
+    With measured lengths and the model's ``geometry``, ``per_task`` also gives, for each task
+    at its median prompt length and each keep fraction, the fraction of heads actually kept and
+    the FLOP-model speedup bounds of metrics.md (whole layer, attention only): what the window
+    and the keep fraction amount to at that task's real length.
+    """
     record: dict[str, Any] = {"window": window, "keep": list(cfg.hybrid_keep)}
     if cfg.hybrid_window is not None:
         record["rule"] = "fixed"
         return record
     record.update(rule="fraction of the median of the tasks' median prompt lengths",
                   fraction=cfg.hybrid_window_fraction, lengths=lengths)  # fmt: skip
+    if geometry is not None:
+        from harness.bench.hybrid import flop_speedup_bound, kept_heads
+
+        per_task: dict[str, Any] = {}
+        for task, stats in lengths.items():
+            n = max(1, int(stats["median"]))
+            rows = {}
+            for keep in cfg.hybrid_keep:
+                f = kept_heads(keep, geometry.num_heads) / geometry.num_heads
+                rows[str(keep)] = {
+                    "kept_fraction": round(f, 4),
+                    "bound": round(flop_speedup_bound(geometry, n, window, f), 3),
+                    "attention_bound": round(
+                        flop_speedup_bound(geometry, n, window, f, linear=False), 3
+                    ),
+                }
+            per_task[task] = {"median_length": n, "keep": rows}
+        record["per_task"] = per_task
     return record
 
 

@@ -135,3 +135,22 @@ def test_real_model_hybrid_window_scales_with_the_tasks_lengths(tiny_llava_job):
     windows = {e["intervention_spec"]["args"]["window"] for e in results["entries"]
                if e["intervention_spec"]["name"] == "hybrid"}  # fmt: skip
     assert windows == {record["window"]}
+
+
+def test_real_model_records_what_each_keep_means_at_each_tasks_length(tiny_llava_job):
+    from harness.api.heads import Geometry
+    from harness.bench.hybrid import flop_speedup_bound
+
+    out = tiny_llava_job
+    record = json.loads((out / "summary.json").read_text())["hybrid_window"]
+    g = json.loads((out / "accuracy" / "results.json").read_text())["model"]["geometry"]
+    geometry = Geometry(**g)
+    for task, stats in record["lengths"].items():
+        per_task = record["per_task"][task]
+        n = int(stats["median"])
+        assert per_task["median_length"] == n
+        row = per_task["keep"]["0.25"]
+        assert row["kept_fraction"] == 0.25  # 1 of 4 heads
+        attention_only = flop_speedup_bound(geometry, n, record["window"], 0.25, linear=False)
+        assert row["attention_bound"] == round(attention_only, 3)  # no FFN term: from results
+        assert 0 < row["bound"] <= row["attention_bound"]  # linear FLOPs dilute the gain
