@@ -30,8 +30,8 @@ def load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
         docs = tspec.take(task.load(split=tspec.split, limit=tspec.load_limit))
     except SampleError as exc:
         raise BadDataError(f"task {tspec.name!r}: {exc}; {FIX}") from None
-    except TaskLoadError as exc:
-        raise BadDataError(f"task {tspec.name!r}: documents failed to load: {exc}") from None
+    except TaskLoadError as exc:  # its message names the task already
+        raise BadDataError(f"documents failed to load: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - loaders fail in many ways on odd data
         raise BadDataError(
             f"task {tspec.name!r}: documents failed to load ({type(exc).__name__}: {exc}); "
