@@ -51,8 +51,7 @@ class VideoChoiceTask(RowSource, Task):
         num_frames: Frames sampled uniformly over the whole video.
         video_root: Folder with the videos (searched recursively by name / id).
         random_fallback: ``lenient`` scoring only: when no letter can be parsed, draw one
-            with a seeded RNG (MMMU's rule) instead of counting the answer wrong (the
-            benchmarks' own rule).
+            with a seeded RNG (MMMU's rule) instead of counting the answer wrong.
         scoring: "official", "lmms_eval" or "lenient" (see :mod:`tasks._scoring`).
     """
 
