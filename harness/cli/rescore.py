@@ -40,12 +40,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results", default="results.json", help="results file inside DIR (default: %(default)s)"
     )
+    parser.add_argument(
+        "--task-args",
+        default=None,
+        help="JSON {task: {arg: value}} merged into the recorded task arguments, e.g. an "
+        'answer extractor: \'{"mmlongbench_doc": {"extractor": "openai", ...}}\'',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Rescore and print where the new file went."""
+    import json
+
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    path = rescore(args.run_dir, args.scoring, tasks=tasks, results_name=args.results)
+    extra = json.loads(args.task_args) if args.task_args else None
+    if extra is not None and not (
+        isinstance(extra, dict) and all(isinstance(v, dict) for v in extra.values())
+    ):
+        raise ValueError('rescore: --task-args must be JSON {"task": {"arg": value}}')
+    path = rescore(
+        args.run_dir, args.scoring, tasks=tasks, results_name=args.results, task_args=extra
+    )
     print(f"wrote {path}")
     return 0
 
@@ -72,8 +87,12 @@ def rescore(
     *,
     tasks: list[str] | None = None,
     results_name: str = "results.json",
+    task_args: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Score the logged replies of ``run_dir`` under ``scoring``; return the new file's path.
+
+    ``task_args`` (``{task: {arg: value}}``) are merged into each task's recorded arguments
+    (e.g. MMLongBench-Doc's answer extractor); they are recorded in the new file.
 
     Raises:
         FileNotFoundError: no results file or a cell's sample log is missing.
@@ -94,7 +113,7 @@ def rescore(
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
     ctx = ScoringContext(parse_box=_parse_box(old.model), seed=seed)
-    unknown = sorted(set(tasks or ()) - {e.task for e in old.entries})
+    unknown = sorted((set(tasks or ()) | set(task_args or {})) - {e.task for e in old.entries})
     if unknown:
         raise ValueError(f"rescore: task(s) {unknown} not in {source}")
     built: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
@@ -103,7 +122,7 @@ def rescore(
         if tasks is not None and entry.task not in tasks:
             entries.append(entry)
             continue
-        args = {**entry.task_args, "scoring": scoring}
+        args = {**entry.task_args, **(task_args or {}).get(entry.task, {}), "scoring": scoring}
         key = (entry.task, repr(sorted(args.items())))
         if key not in built:
             task = build_task(entry.task, args)

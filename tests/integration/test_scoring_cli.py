@@ -89,3 +89,19 @@ def test_rescore_scores_a_predict_only_run(tmp_path, says_yes_dot):
     entry = json.loads((out / "results.scoring-lenient.json").read_text())["entries"][0]
     assert {m["name"] for m in entry["metrics"]} >= {"accuracy", "f1"}
     assert entry["n_samples"] == 6
+
+
+def test_rescore_task_args_are_merged_and_recorded(tmp_path, says_yes_dot, capsys):
+    out = tmp_path / "run"
+    _run(out)
+    extra = json.dumps({"pope_mini": {"subset": "all"}})
+    assert cli.main(["rescore", str(out), "--scoring", "lenient", "--task-args", extra]) == 2
+    assert "pope_mini" in capsys.readouterr().err  # pope_mini takes no subset: refused, named
+    assert cli.main(["rescore", str(out), "--scoring", "lenient", "--task-args", "[1]"]) == 2
+    extra = json.dumps({"mmmu": {"scoring": "official"}})
+    assert cli.main(["rescore", str(out), "--scoring", "lenient", "--task-args", extra]) == 2
+    assert "not in" in capsys.readouterr().err
+    extra = json.dumps({"pope_mini": {"seed": 0}})
+    assert cli.main(["rescore", str(out), "--scoring", "lenient", "--task-args", extra]) == 0
+    entry = json.loads((out / "results.scoring-lenient.json").read_text())["entries"][0]
+    assert entry["task_args"] == {"scoring": "lenient", "seed": 0}
