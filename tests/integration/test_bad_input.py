@@ -206,3 +206,15 @@ def test_real_process_prints_one_line_and_no_traceback(tmp_path):
         )
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and len(_error_lines(proc.stderr)) == 1
+
+
+def test_unwritable_output_parent_even_as_root(tmp_path, capsys, monkeypatch):
+    (tmp_path / "ro").mkdir()
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if str(p) == str(tmp_path / "ro") else real(p, mode)
+    )
+    assert main([*RUN, "--output", str(tmp_path / "ro" / "o")]) == 2
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and "not writable" in lines[0]
+    assert list((tmp_path / "ro").iterdir()) == []

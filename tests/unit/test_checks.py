@@ -212,3 +212,16 @@ def test_oversized_pdf_pages_are_refused_before_rendering(tmp_path):
     with pytest.raises(SampleError, match=r"huge\.pdf.*page 0 would render to 28800×28800"):
         render_pages(tmp_path / "huge.pdf", dpi=144)
     assert render_pages(tmp_path / "huge.pdf", dpi=1)[0].size == (200, 200)
+
+
+def test_unwritable_output_is_named_without_writing(tmp_path, monkeypatch):
+    from harness.run.outdir import OutputDirError, check_writable
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(tmp_path / "ro"))
+    with pytest.raises(OutputDirError, match=r"ro/new/run' is not writable \(its parent .*ro'"):
+        check_writable(tmp_path / "ro" / "new" / "run")
+    with pytest.raises(OutputDirError, match=r"ro' is not writable$"):
+        check_writable(tmp_path / "ro")
+    assert not (tmp_path / "ro" / "new").exists()
+    check_writable(tmp_path / "ok" / "run")  # a missing path under a writable folder is fine
