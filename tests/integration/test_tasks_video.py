@@ -97,6 +97,22 @@ def test_vidstg_end_to_end_perfect(data, tmp_path):
     assert entry.task_settings["num_frames"] == 4
 
 
+def test_vidstg_end_to_end_official_counts_every_sentence(data, tmp_path):
+    # Default scoring: TubeDETR's evaluator (tIoU from frame numbers; no sentence left out).
+    args = {**data["vidstg"], "num_frames": 4}
+    entry, m, rows = run(tmp_path, "vidstg", args, _by_sentence(PERFECT))
+    assert entry.task_settings["scoring"] == "official"
+    assert m["m_tIoU"].n == 4 and m["evaluable"].value == pytest.approx(0.75)
+    for row in rows:
+        shown, (begin, end) = row["frame_indices"], row["target"]["span"]
+        lo, hi = row["scores"]["pred_positions"]
+        pred = (shown[lo], shown[hi] + 1)  # TubeDETR's post-processor: end excluded
+        inter = max(0, min(end, pred[1]) - max(begin, pred[0]))
+        want = inter / ((end - begin) + (pred[1] - pred[0]) - inter) if inter else 0.0
+        assert row["scores"]["tIoU"] == pytest.approx(want)
+    assert 0 < m["m_tIoU"].value < 1  # frame numbers, not shown positions: not the lenient 1.0
+
+
 def test_vidstg_end_to_end_partial_and_normalised_boxes(data, tmp_path):
     # "0-3" on the toy: entry 0 → tIoU 1/4, vIoU 0 (toy vs child box disjoint); entry 1 →
     # tIoU 2/4, vIoU (1 + 1)/4. Normalised box [0.6875, 0.0833, 0.9375, 0.4167] = toy box.
