@@ -51,15 +51,22 @@ def params(name: str) -> list:
 def lmms(module: str):
     """lmms-eval's task module, or skip (it is installed without its dependencies)."""
     pytest.importorskip("lmms_eval")
+    stubbed = False
     if module.endswith("videomme.utils") and "cv2" not in sys.modules:
         try:
             import cv2  # noqa: F401
         except ImportError:  # its scoring functions never touch cv2
             sys.modules["cv2"] = types.ModuleType("cv2")
+            stubbed = True
     try:
         return __import__(module, fromlist=["_"])
     except ImportError as exc:
         pytest.skip(f"lmms-eval module {module} not importable: {exc}")
+    finally:
+        # The stub must not outlive the import: transformers asks importlib whether cv2
+        # exists, and a spec-less module in sys.modules makes that question raise.
+        if stubbed:
+            sys.modules.pop("cv2", None)
 
 
 @pytest.mark.parametrize("name", ["pope", "mmmu", "videomme", "mlvu"])
