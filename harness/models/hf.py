@@ -39,6 +39,7 @@ __all__ = [
     "positions_of",
     "instruction_positions",
     "generate_greedy",
+    "EVIDENCE_RULE",
     "OVERLAP_TOL",
     "overlapping",
 ]
@@ -46,6 +47,11 @@ __all__ = [
 OVERLAP_TOL = 1e-6
 """Overlaps of at most this many original pixels count as touching, not overlapping. Float
 round-off of footprint edges (100 · (196 / 700) / 28 = 1.0000000000000002) stays far below it."""
+
+
+EVIDENCE_RULE = "footprint overlap > 0, half-open [x1, x2) x [y1, y2), tol 1e-6 px (v2)"
+"""Recorded in every adapter's settings: RAM rankings made under another rule (v1: float
+rectangles, nominal cell sizes, whole-image pages) are not comparable and must not merge."""
 
 
 def overlapping(rects: Any, box: Box, size: tuple[int, int]) -> Any:
@@ -379,4 +385,5 @@ class HFAdapter(ModelAdapter):
         out = super().settings()
         out["model_class"] = self.model_class
         out["args"] = dict(self.spec.args)
+        out["evidence_rule"] = EVIDENCE_RULE
         return out

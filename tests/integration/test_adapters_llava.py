@@ -187,3 +187,12 @@ def test_toy_loads_and_answers():
     assert isinstance(out.text, str) and out.output_tokens >= 1
     spans = ad.token_spans(req, BoxEvidence(Box(0, 0, 16, 16)))
     assert len(spans.evidence) >= 1
+
+
+def test_evidence_rule_is_recorded_in_adapter_settings(adapter):
+    # RAM rankings depend on the evidence -> token rule; results and ranking files carry it
+    # through the adapter's settings, so rankings under another rule never merge silently.
+    from harness.models.hf import EVIDENCE_RULE
+
+    assert adapter.settings()["evidence_rule"] == EVIDENCE_RULE
+    assert "v2" in EVIDENCE_RULE
