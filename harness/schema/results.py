@@ -12,9 +12,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "SCHEMA_NAME",
@@ -54,15 +55,28 @@ def write_json_atomic(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(fh: TextIO) -> None:
+        # NaN / ±inf are not JSON: written as null, or refused (allow_nan=False).
+        safe = json_safe(data) if allow_nan else data
+        json.dump(safe, fh, indent=indent, allow_nan=False, default=_json_default)
+        if indent is not None:
+            fh.write("\n")
+
+    replace_atomically(path, write)
+
+
+def replace_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
+    """Write ``path`` through ``write(handle)`` into a temp file beside it, then rename.
+
+    Readers see the old file or the whole new one, never a part; the file gets the mode a plain
+    ``open()`` would give it (``mkstemp`` alone makes 0600).
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, file_mode())  # mkstemp makes 0600; results follow the user's umask
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            # NaN / ±inf are not JSON: written as null, or refused (allow_nan=False).
-            safe = json_safe(data) if allow_nan else data
-            json.dump(safe, fh, indent=indent, allow_nan=False, default=_json_default)
-            if indent is not None:
-                fh.write("\n")
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -329,20 +343,12 @@ class SampleLog:
 
     def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the log by ``rows`` atomically (temp file + rename)."""
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
-        try:
-            os.fchmod(fd, file_mode())
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                for row in rows:
-                    fh.write(_jsonl(row) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+
+        def write(fh: TextIO) -> None:
+            for row in rows:
+                fh.write(_jsonl(row) + "\n")
+
+        replace_atomically(self.path, write)
 
     def append(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
