@@ -33,7 +33,11 @@ __all__ = [
 
 #: Model-dict keys that name the model (its identity) rather than a setting.
 IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
-_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry")
+#: Model-dict keys that are records, not settings: the decoder geometry, and Qwen's image
+#: ``resize`` (its factor follows from the checkpoint, its pixel budgets are already recorded
+#: as ``image_min_pixels`` / ``image_max_pixels``; kept for ``headscope rescore``, so results
+#: written before it was recorded still sit in the same rows).
+_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry", "resize")
 #: The scoring mode of results written before tasks recorded one.
 UNRECORDED_SCORING = "unrecorded"
 

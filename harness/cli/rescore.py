@@ -13,7 +13,10 @@ entry's task settings and ``rescored_from`` in the run settings; leaderboards re
 merge it with results of another mode.
 
 Boxes (grounded tasks) are parsed with the ``box_convention`` recorded in the model
-settings; ``pixels_resized`` needs the model's processor and is refused with a clear error.
+settings; ``pixels_resized`` (Qwen2.5-VL) with the image ``resize`` parameters the adapter
+recorded from its processor (:mod:`harness.models.qwen_resize`, the function the adapter
+itself uses). Results written before ``resize`` was recorded are refused for grounded tasks,
+naming what is missing.
 Light at import: argparse only.
 """
 
@@ -23,7 +26,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_arguments", "run", "rescore"]
+__all__ = ["add_arguments", "run", "rescore", "ResizeUnrecorded"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,18 +68,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class ResizeUnrecorded(ValueError):
+    """Boxes in resized pixels, but the results file records no ``resize`` to undo it."""
+
+
 def _parse_box(model: dict[str, Any]) -> Any:
+    """The box parser of the run's model, rebuilt from its recorded settings.
+
+    ``pixels_resized`` boxes are mapped back with the recorded ``resize`` parameters through
+    :func:`harness.models.qwen_resize.resized_size`, the function the adapter itself uses.
+    """
     from harness.api.model import parse_box_text
 
     convention = model.get("box_convention") or "normalized"
+    if convention != "pixels_resized":
+        return lambda text, size: parse_box_text(text, size, convention)
+    from harness.models.qwen_resize import resized_size
+
+    resize = model.get("resize")
 
     def parse(text: str, size: tuple[int, int]) -> Any:
-        if convention == "pixels_resized":
-            raise ValueError(
-                "rescore: boxes in 'pixels_resized' (Qwen2.5/3-VL) need the model's processor "
-                "to know the resized size; rescore the grounded tasks of this run with `run`"
+        if resize is None:
+            raise ResizeUnrecorded(
+                "rescore: the run's model settings record boxes in 'pixels_resized' but no "
+                "'resize' (results written before headscope recorded the Qwen image resize), "
+                "so its boxes cannot be mapped back without the processor: rerun the grounded "
+                "task(s) with `headscope run`, or rescore the others with --tasks"
             )
-        return parse_box_text(text, size, convention)
+        return parse_box_text(text, size, convention, resized_size=resized_size(size, resize))
 
     return parse
 
@@ -143,9 +162,9 @@ def rescore(
                 continue
             try:
                 scores.append(task.score(doc, Generation(text=row["output"]), ctx))
+            except ResizeUnrecorded:
+                raise
             except ValueError as exc:
-                if "pixels_resized" in str(exc):
-                    raise
                 failures.append({"doc_id": row["doc_id"], "error": f"{type(exc).__name__}: {exc}"})
         if missing:
             raise ValueError(

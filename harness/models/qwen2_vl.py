@@ -31,6 +31,7 @@ from harness.api.payloads import (
     Video,
 )
 from harness.api.registry import model_family
+from harness.models import qwen_resize
 from harness.models._layout import View, patch_spans
 from harness.models.hf import HFAdapter, instruction_positions, overlapping, positions_of
 
@@ -89,13 +90,20 @@ class QwenVLAdapter(HFAdapter):
         return {"video_metadata": metas, "do_sample_frames": False} if metas else {}
 
     def settings(self) -> dict[str, Any]:
-        """Base settings plus the pixel budgets actually in the processor."""
+        """Base settings, the pixel budgets actually in the processor, and its image resize.
+
+        ``resize`` (:func:`harness.models.qwen_resize.resize_record`) is what
+        :meth:`resized_size` computes with, so ``headscope rescore`` can map boxes written in
+        resized pixels back without the processor.
+        """
         out = super().settings()
         for kind in ("image", "video"):
             proc = getattr(self.processor, f"{kind}_processor", None)
             size = getattr(proc, "size", None) or {}
             out[f"{kind}_min_pixels"] = size.get("shortest_edge")
             out[f"{kind}_max_pixels"] = size.get("longest_edge")
+        if getattr(self.processor, "image_processor", None) is not None:
+            out["resize"] = qwen_resize.resize_record(self.processor.image_processor)
         return out
 
     # -- geometry of the visual tokens ------------------------------------------------------
@@ -104,20 +112,13 @@ class QwenVLAdapter(HFAdapter):
         return int(proc.patch_size), int(proc.merge_size)
 
     def resized_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
-        """(width, height) a still image of ``image_size`` is resized to (HF's smart_resize)."""
-        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+        """(width, height) a still image of ``image_size`` is resized to (HF's smart_resize).
 
-        proc = self.processor.image_processor
-        patch, merge = self._patch_merge(video=False)
-        size = proc.size
-        h, w = smart_resize(
-            image_size[1],
-            image_size[0],
-            factor=patch * merge,
-            min_pixels=size["shortest_edge"],
-            max_pixels=size["longest_edge"],
-        )
-        return w, h
+        Computed from the loaded image processor's recorded parameters
+        (:mod:`harness.models.qwen_resize`), the same function ``headscope rescore`` uses.
+        """
+        record = qwen_resize.resize_record(self.processor.image_processor)
+        return qwen_resize.resized_size(image_size, record)
 
     def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
         """Ω(V*) (covered visual tokens), instruction and all visual positions of ``request``.
