@@ -1,0 +1,15 @@
+"""Qwen's recorded image ``resize`` is a record for rescore, not a setting that splits rows."""
+
+from leaderboards.settings import model_settings
+
+
+def test_resize_record_does_not_split_results_of_the_same_settings():
+    before = {"family": "qwen2_5_vl", "pretrained": "Qwen/Qwen2.5-VL-7B-Instruct",
+              "dtype": "bfloat16", "box_convention": "pixels_resized",
+              "image_min_pixels": 3136, "image_max_pixels": 12845056}  # fmt: skip
+    resize = {"rule": "transformers...smart_resize", "factor": 28, "min_pixels": 3136,
+              "max_pixels": 12845056}  # fmt: skip
+    after = {**before, "resize": resize}
+    assert model_settings(after) == model_settings(before)
+    assert model_settings(before)["image_max_pixels"] == 12845056  # budgets still compared
+    assert model_settings({**before, "image_max_pixels": 1003520}) != model_settings(before)
