@@ -16,7 +16,16 @@ from typing import Any
 
 from harness.api.specs import SpecError
 
-__all__ = ["parse_mapping", "typed_value", "split_top_level", "limit_value", "prose"]
+__all__ = [
+    "parse_mapping",
+    "typed_value",
+    "split_top_level",
+    "limit_value",
+    "prose",
+    "SCORING_HELP",
+    "check_scoring_flag",
+    "default_scoring",
+]
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -103,6 +112,39 @@ def limit_value(text: str) -> int | float:
     raise argparse.ArgumentTypeError(
         f"{text!r}: give a count (an integer ≥ 1) or a fraction 0 < x < 1 of the documents"
     )
+
+
+SCORING_HELP = (
+    "score every task under MODE: official, lmms_eval or lenient (docs/scoring.md). A task's "
+    "own 'scoring' (--task-args, or a JSON task object in --tasks / --config) wins; a task "
+    "that has modes but not MODE is refused before anything runs (give it its own mode to go "
+    "on); tasks with one fixed rule (no 'scoring' argument, e.g. vidstg_mini) are left as they "
+    "are. Recorded in each task's settings, as with --task-args"
+)
+
+
+def check_scoring_flag(mode: str) -> str:
+    """``--scoring``: a known mode, else a ValueError with a did-you-mean."""
+    from tasks._scoring import check_scoring
+
+    return check_scoring("--scoring", mode)
+
+
+def default_scoring(mode: str | None, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Task ``name``'s ``args`` with ``scoring=mode`` when it takes ``scoring`` and sets none.
+
+    A mode the task does not have is refused when the task is built (``check_scoring`` in
+    its constructor), before the run writes anything.
+    """
+    if mode is None or "scoring" in args:
+        return args
+    import inspect
+
+    from harness.api.registry import TASKS
+
+    if "scoring" not in inspect.signature(TASKS.get(name).__init__).parameters:
+        return args  # a task with one fixed rule: nothing to choose
+    return {**args, "scoring": mode}
 
 
 def prose(doc: str | None) -> str:

@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not generate/score answers (key-region ratio without the correct/wrong split)",
     )
     parser.add_argument(
+        "--scoring",
+        default=None,
+        metavar="MODE",
+        help="scoring mode of the answers (the correct/wrong split): official, lmms_eval or "
+        "lenient; a JSON task object's own 'scoring' wins, a task without MODE is refused "
+        "before the model loads; not with --no-generate",
+    )
+    parser.add_argument(
         "--correct-threshold",
         type=float,
         default=0.5,
@@ -62,6 +70,15 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes.record import ProbeError
 
     tspecs = task_specs_from_args(args)
+    if args.scoring is not None:
+        from dataclasses import replace
+
+        from harness.cli._args import check_scoring_flag, default_scoring
+
+        if args.no_generate:
+            raise ValueError("--scoring: nothing is scored under --no-generate; drop one")
+        mode = check_scoring_flag(args.scoring)
+        tspecs = [replace(s, args=default_scoring(mode, s.name, s.args)) for s in tspecs]
     for spec in tspecs:
         build_task(spec.name, spec.args)
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())

@@ -17,7 +17,7 @@ import argparse
 import time
 from typing import Any
 
-from harness.cli._args import limit_value
+from harness.cli._args import SCORING_HELP, limit_value
 
 __all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
 
@@ -108,6 +108,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "recorded in results.json",
     )
     ev.add_argument("--seed", type=int, default=None, help="seed of random draws and sampling")
+    ev.add_argument("--scoring", default=None, metavar="MODE", help=SCORING_HELP)
     ev.add_argument(
         "--predict-only",
         "--predict_only",
@@ -263,6 +264,14 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             {**t, "args": {**t.get("args", {}), **per_task.get(t["name"], {})}}
             for t in base["tasks"]
         ]
+    if args.scoring is not None:
+        from harness.cli._args import check_scoring_flag, default_scoring
+
+        mode = check_scoring_flag(args.scoring)
+        base["tasks"] = [
+            {**t, "args": default_scoring(mode, t["name"], t.get("args") or {})}
+            for t in base["tasks"]
+        ]
     if args.interventions:
         base["interventions"] = [asdict(parse_intervention(x)) for x in args.interventions]
     elif "interventions" not in base:
@@ -337,8 +346,14 @@ def main_job(args: argparse.Namespace) -> int:
     if args.limit is not None:
         kwargs.update(n_eval=args.limit, n_rank=args.limit)
     task_args = _task_args(args)
+    names = list(kwargs.get("tasks") or mini_tasks())
     if task_args is not None:
-        kwargs["task_args"] = check_task_args(task_args, list(kwargs.get("tasks") or mini_tasks()))
+        kwargs["task_args"] = check_task_args(task_args, names)
+    if args.scoring is not None:
+        from harness.cli._args import check_scoring_flag, default_scoring
+
+        mode, given = check_scoring_flag(args.scoring), kwargs.get("task_args", {})
+        kwargs["task_args"] = {n: default_scoring(mode, n, given.get(n, {})) for n in names}
     for key in ("seed", "batch_size"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)

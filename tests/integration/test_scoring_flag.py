@@ -1,0 +1,116 @@
+"""``--scoring MODE`` on ``headscope run`` / ``diagnose``: the same record as ``--task-args``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main as cli
+from harness.testing.mock import ScriptedAdapter
+
+
+@pytest.fixture
+def says_yes_dot(monkeypatch):
+    """`run` uses a scripted model that answers every question "Yes."."""
+    import harness.api.model as base
+    from harness.api.registry import MODEL_FAMILIES
+
+    MODEL_FAMILIES.discover()
+    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
+    monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(lambda r: "Yes."))
+
+
+GRID = ["run", "--limit", "6", "--interventions", "none"]
+
+
+def _grid(out, *extra):
+    assert cli.main([*GRID, *extra, "--output", str(out)]) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def test_scoring_flag_records_exactly_what_task_args_record(tmp_path, says_yes_dot):
+    via_flag = _grid(tmp_path / "flag", "--tasks", "pope_mini", "--scoring", "lmms_eval")
+    args = json.dumps({"pope_mini": {"scoring": "lmms_eval"}})
+    via_args = _grid(tmp_path / "args", "--tasks", "pope_mini", "--task-args", args)
+    default = _grid(tmp_path / "default", "--tasks", "pope_mini")
+    flag, by_args = via_flag["entries"][0], via_args["entries"][0]
+    for key in ("task_args", "task_settings", "metrics", "n_samples"):
+        assert flag[key] == by_args[key], key
+    assert flag["task_settings"]["scoring"] == "lmms_eval"
+    assert flag["metrics"] != default["entries"][0]["metrics"]  # the flag really changed scoring
+    # The same run identity: a run started with one spelling resumes with the other.
+    spec = [json.loads((tmp_path / d / "run_spec.json").read_text()) for d in ("flag", "args")]
+    assert spec[0] == spec[1]
+    assert via_flag["spec_resolved"]["tasks"] == via_args["spec_resolved"]["tasks"]
+
+
+def test_explicit_task_args_win_and_fixed_rule_tasks_are_left_alone(tmp_path, says_yes_dot):
+    args = json.dumps({"pope_mini": {"scoring": "lenient"}})
+    res = _grid(tmp_path / "run", "--tasks", "pope_mini,mmmu_mini,vidstg_mini",
+                "--task-args", args, "--scoring", "lmms_eval")  # fmt: skip
+    entries = {e["task"]: e for e in res["entries"]}
+    assert entries["pope_mini"]["task_settings"]["scoring"] == "lenient"
+    assert entries["mmmu_mini"]["task_settings"]["scoring"] == "lmms_eval"
+    assert "scoring" not in entries["vidstg_mini"]["task_args"]  # one fixed rule: no modes
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tasks", "pope_mini,mmdocir_mini", "--scoring", "official", "--interventions", "none"],
+         "scoring 'official' is not available"),
+        (["--tasks", "pope_mini", "--scoring", "offical", "--interventions", "none"],
+         "did you mean 'official'"),
+        (["--scoring", "lmms_eval"], "scoring 'lmms_eval' is not available"),  # toy main job
+    ],
+)  # fmt: skip
+def test_a_mode_a_task_lacks_is_refused_before_anything_is_written(
+    tmp_path, says_yes_dot, capsys, argv, message
+):
+    out = tmp_path / "out"
+    assert cli.main(["run", *argv, "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_main_job_passes_the_mode_to_every_task_with_modes(tmp_path, monkeypatch):
+    import harness.run.main_job as mj
+
+    seen = {}
+    monkeypatch.setattr(mj, "run_protocol", lambda model, cfg, out: seen.update(cfg=cfg))
+    args = json.dumps({"pope_mini": {"scoring": "official"}})
+    argv = ["run", "--tasks", "pope_mini,mmmu_mini,vidstg_mini", "--scoring", "lenient"]
+    assert cli.main([*argv, "--task-args", args, "--output", str(tmp_path / "o")]) == 0
+    assert seen["cfg"].task_args == {
+        "pope_mini": {"scoring": "official"},
+        "mmmu_mini": {"scoring": "lenient"},
+        "vidstg_mini": {},
+    }
+
+
+def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
+    import harness.cli._probe_args as probe_args
+    import harness.probes.diagnose_run as dr
+    from harness.probes.record import ProbeError
+
+    seen = {}
+
+    def fake_diagnose(adapter, tspecs, output, **kw):
+        seen["tasks"] = {t.name: dict(t.args) for t in tspecs}
+        raise ProbeError("stopped by the test after the task specs were seen")
+
+    monkeypatch.setattr(probe_args, "load_model", lambda args: object())
+    monkeypatch.setattr(dr, "run_diagnose", fake_diagnose)
+    task = json.dumps({"name": "refcocog_mini", "args": {"scoring": "lmms_eval"}})
+    argv = ["diagnose", "--tasks", f"mmmu_mini,{task}", "--scoring", "lenient"]
+    assert cli.main([*argv, "--output", str(tmp_path / "d")]) == 1
+    assert seen["tasks"] == {"mmmu_mini": {"scoring": "lenient"},
+                             "refcocog_mini": {"scoring": "lmms_eval"}}  # fmt: skip
+    argv = ["diagnose", "--tasks", "refcocog_mini", "--scoring", "official"]
+    assert cli.main([*argv, "--output", str(tmp_path / "e")]) == 2
+    assert "scoring 'official' is not available" in capsys.readouterr().err
+    argv = ["diagnose", "--scoring", "lenient", "--no-generate"]
+    assert cli.main([*argv, "--output", str(tmp_path / "f")]) == 2
+    assert "--no-generate" in capsys.readouterr().err
