@@ -23,8 +23,7 @@ __all__ = [
     "limit_value",
     "prose",
     "SCORING_HELP",
-    "check_scoring_flag",
-    "default_scoring",
+    "apply_scoring",
 ]
 
 
@@ -117,27 +116,16 @@ def limit_value(text: str) -> int | float:
 SCORING_HELP = (
     "score every task under MODE: official, lmms_eval or lenient (docs/scoring.md). A task's "
     "own 'scoring' (--task-args, or a JSON task object in --tasks / --config) wins; a task "
-    "that has modes but not MODE is refused before anything runs (give it its own mode to go "
-    "on); tasks with one fixed rule (no 'scoring' argument, e.g. vidstg_mini) are left as they "
+    "that has modes but not MODE is refused before anything runs (the error names each such "
+    "task and the --task-args that go on); tasks with one fixed rule (no 'scoring' argument, e.g. vidstg_mini) are left as they "
     "are. Recorded in each task's settings, as with --task-args"
 )
 
 
-def check_scoring_flag(mode: str) -> str:
-    """``--scoring``: a known mode, else a ValueError with a did-you-mean."""
-    from tasks._scoring import check_scoring
-
-    return check_scoring("--scoring", mode)
-
-
-def default_scoring(mode: str | None, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Task ``name``'s ``args`` with ``scoring=mode`` when it takes ``scoring`` and sets none.
-
-    A mode the task does not have is refused when the task is built (``check_scoring`` in
-    its constructor), before the run writes anything.
-    """
-    if mode is None or "scoring" in args:
-        return args
+def _with_mode(mode: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Task ``name``'s ``args`` with ``scoring=mode`` when it takes ``scoring`` and sets none."""
+    if "scoring" in args:
+        return args  # the task's own mode wins
     import inspect
 
     from harness.api.registry import TASKS
@@ -145,6 +133,45 @@ def default_scoring(mode: str | None, name: str, args: dict[str, Any]) -> dict[s
     if "scoring" not in inspect.signature(TASKS.get(name).__init__).parameters:
         return args  # a task with one fixed rule: nothing to choose
     return {**args, "scoring": mode}
+
+
+def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``--scoring MODE`` over ``(task name, args)`` pairs: each task's new args, in order.
+
+    Every task that takes ``scoring`` and sets none gets ``mode``. Tasks that build with their
+    own default but not with ``mode`` are all named in one error, with the ``--task-args``
+    that would give each its default mode; other construction errors are left to the run.
+
+    Raises:
+        ValueError: an unknown mode (did-you-mean), or tasks without ``mode``.
+    """
+    import json
+
+    from harness.api.task import build_task
+    from tasks._scoring import check_scoring
+
+    mode = check_scoring("--scoring", mode)
+    out, lacking, fix = [], [], {}
+    for name, args in tasks:
+        new = _with_mode(mode, name, args)
+        out.append(new)
+        if new is args:
+            continue
+        try:
+            build_task(name, new)
+        except ValueError as exc:
+            try:
+                own = build_task(name, args).settings().get("scoring")
+            except Exception:  # noqa: BLE001 - fails without the mode too: the run reports it
+                continue
+            lacking.append(str(exc))
+            fix[name] = {"scoring": own}
+    if lacking:
+        raise ValueError(
+            f"--scoring {mode}: {'; '.join(lacking)}. Give each its own mode to go on, e.g. "
+            f"--task-args '{json.dumps(fix)}'"
+        )
+    return out
 
 
 def prose(doc: str | None) -> str:

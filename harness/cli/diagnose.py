@@ -73,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
     if args.scoring is not None:
         from dataclasses import replace
 
-        from harness.cli._args import check_scoring_flag, default_scoring
+        from harness.cli._args import apply_scoring
 
         if args.no_generate:
             raise ValueError("--scoring: nothing is scored under --no-generate; drop one")
-        mode = check_scoring_flag(args.scoring)
-        tspecs = [replace(s, args=default_scoring(mode, s.name, s.args)) for s in tspecs]
+        new = apply_scoring(args.scoring, [(s.name, dict(s.args)) for s in tspecs])
+        tspecs = [replace(s, args=a) for s, a in zip(tspecs, new, strict=True)]
     for spec in tspecs:
         build_task(spec.name, spec.args)
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())

@@ -265,13 +265,11 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             for t in base["tasks"]
         ]
     if args.scoring is not None:
-        from harness.cli._args import check_scoring_flag, default_scoring
+        from harness.cli._args import apply_scoring
 
-        mode = check_scoring_flag(args.scoring)
-        base["tasks"] = [
-            {**t, "args": default_scoring(mode, t["name"], t.get("args") or {})}
-            for t in base["tasks"]
-        ]
+        pairs = [(t["name"], t.get("args") or {}) for t in base["tasks"]]
+        new = apply_scoring(args.scoring, pairs)
+        base["tasks"] = [{**t, "args": a} for t, a in zip(base["tasks"], new, strict=True)]
     if args.interventions:
         base["interventions"] = [asdict(parse_intervention(x)) for x in args.interventions]
     elif "interventions" not in base:
@@ -350,10 +348,11 @@ def main_job(args: argparse.Namespace) -> int:
     if task_args is not None:
         kwargs["task_args"] = check_task_args(task_args, names)
     if args.scoring is not None:
-        from harness.cli._args import check_scoring_flag, default_scoring
+        from harness.cli._args import apply_scoring
 
-        mode, given = check_scoring_flag(args.scoring), kwargs.get("task_args", {})
-        kwargs["task_args"] = {n: default_scoring(mode, n, given.get(n, {})) for n in names}
+        given = kwargs.get("task_args", {})
+        new = apply_scoring(args.scoring, [(n, given.get(n, {})) for n in names])
+        kwargs["task_args"] = {n: a for n, a in zip(names, new, strict=True) if a}
     for key in ("seed", "batch_size"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)

@@ -86,8 +86,28 @@ def test_main_job_passes_the_mode_to_every_task_with_modes(tmp_path, monkeypatch
     assert seen["cfg"].task_args == {
         "pope_mini": {"scoring": "official"},
         "mmmu_mini": {"scoring": "lenient"},
-        "vidstg_mini": {},
-    }
+    }  # vidstg_mini has one fixed rule: nothing added
+
+
+def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
+    tmp_path, monkeypatch, capsys
+):
+    import shlex
+
+    import harness.run.main_job as mj
+
+    seen = {}
+    monkeypatch.setattr(mj, "run_protocol", lambda model, cfg, out: seen.update(cfg=cfg))
+    argv = ["run", "--scoring", "official", "--output", str(tmp_path / "o")]  # the toy main job
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "refcocog_mini" in err and "mmdocir_mini" in err
+    suggested = shlex.split(err.partition("e.g. ")[2])
+    assert suggested[0] == "--task-args" and not seen
+    assert cli.main([*argv, *suggested]) == 0
+    modes = {n: a.get("scoring") for n, a in seen["cfg"].task_args.items()}
+    assert modes["refcocog_mini"] == "lenient" and modes["mmdocir_mini"] == "lenient"
+    assert modes["pope_mini"] == "official" and "vidstg_mini" not in modes
 
 
 def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
