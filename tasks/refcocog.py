@@ -18,11 +18,16 @@
   (``ScoringContext.parse_box``); the task owns the IoU.
 - Metrics: ``acc@0.5`` (IoU ≥ 0.5, the headline), ``miou``, ``acc@0.3``, ``acc@0.7``,
   ``center_acc`` (predicted centre inside the gold box), ``parse_rate``, ``swapped_rate``
-  (boxes written with x1 > x2 or y1 > y2: their ends are swapped, and counted). A predicted
-  box is clipped to the image first; an unparseable answer or one wholly outside the image
-  scores 0. Box forms (:func:`harness.api.model.box_numbers`): "[x1, y1, x2, y2]",
-  Qwen2-VL's "(x1,y1),(x2,y2)" with or without ``<|box_start|>``, numbers like ".1", "1e2";
-  InternVL writes integers in [0, 1000) (its adapter's rule).
+  (boxes written with x1 > x2 or y1 > y2, counted in every mode).
+- Scoring (``scoring``): RefCOCOg releases no scorer for generated boxes, so ``official``
+  (the default) is REC accuracy as each model family's released grounding evaluator computes
+  it (:mod:`tasks._rec_official`: InternVL's and Qwen-VL's ``evaluate_grounding.py``,
+  lmms-eval for LLaVA-NeXT/OneVision, else the ``standard`` rule = ``lenient``), chosen by
+  ``ScoringContext.family``. ``lmms_eval``: :func:`lmms_eval_scores`. ``lenient``: the
+  adapter's ``parse_box`` (its coordinate convention; box forms of
+  :func:`harness.api.model.box_numbers`: "[x1, y1, x2, y2]", Qwen2-VL's "(x1,y1),(x2,y2)"
+  with or without ``<|box_start|>``, numbers like ".1", "1e2"; reversed ends swapped), the
+  box clipped to the image; an unparseable answer or one wholly outside the image scores 0.
 - Evidence: the gold box (clipped to the image) on image 0.
 """
 
@@ -49,6 +54,7 @@ from tasks._common import (
     resolve_path,
     row_id,
 )
+from tasks._rec_official import EVALUATORS, OFFICIAL_RULES, official_rule
 from tasks._scoring import check_scoring
 
 __all__ = ["RefSample", "RefCOCOg", "PROMPT", "iou_scores", "lmms_eval_scores", "THRESHOLDS"]
@@ -143,10 +149,9 @@ class RefCOCOg(RowSource, Task):
         data_dir: Local folder of such files.
         image_root: Folder that relative image paths are resolved against.
         revision: Hub revision.
-        scoring: "lenient" (the default: the family's convention, clipping, the metrics
-            above) or "lmms_eval" (:func:`lmms_eval_scores`). RefCOCOg has no released
-            scorer of its own ("official" is refused); each family's published evaluator
-            is its adapter's ``parse_box`` (e.g. InternVL's).
+        scoring: "official" (the default: the model family's released grounding
+            evaluator, :mod:`tasks._rec_official`), "lmms_eval" (:func:`lmms_eval_scores`)
+            or "lenient" (the adapter's ``parse_box``, clipping; :func:`iou_scores`).
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -169,15 +174,16 @@ class RefCOCOg(RowSource, Task):
         data_dir: str | None = None,
         image_root: str | None = None,
         revision: str | None = None,
-        scoring: str = "lenient",
+        scoring: str = "official",
     ) -> None:
-        self.scoring = check_scoring("refcocog", scoring, ("lenient", "lmms_eval"))
+        self.scoring = check_scoring("refcocog", scoring)
         self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root
 
     def settings(self) -> dict[str, Any]:
-        """Scoring mode and the arguments passed."""
-        return {"scoring": self.scoring} | super().settings()
+        """Scoring mode (under ``official``, its family → rule table) and the arguments passed."""
+        rules = {"official_rules": OFFICIAL_RULES} if self.scoring == "official" else {}
+        return {"scoring": self.scoring, **rules} | super().settings()
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
         """Load rows and expand them to one sample per expression."""
@@ -248,11 +254,14 @@ class RefCOCOg(RowSource, Task):
         return BoxEvidence(box=clipped, image_index=0)
 
     def score(self, sample: RefSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """IoU-based scores: the family's convention (lenient) or lmms-eval's [0, 1] rule."""
+        """IoU-based scores under the task's mode (``official``: the family's evaluator)."""
         size = image_size(self._image_source(sample), f"refcocog doc {sample.doc_id}")
-        if self.scoring == "lmms_eval":
+        rule = official_rule(ctx.family) if self.scoring == "official" else self.scoring
+        if rule == "lmms_eval":
             out = lmms_eval_scores(generation.text, sample.box, size)
-        else:
+        elif rule in EVALUATORS:
+            out = EVALUATORS[rule](generation.text, sample.box.as_tuple(), size, THRESHOLDS)
+        else:  # lenient, or official for a family with no released evaluator
             out = iou_scores(ctx.parse_box(generation.text, size), sample.box, size)
         raw = box_numbers(generation.text)
         out["swapped_rate"] = float(raw is not None and (raw[0] > raw[2] or raw[1] > raw[3]))

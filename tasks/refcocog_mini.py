@@ -4,13 +4,18 @@ Samples: ``harness.toy.scenes.generate_samples("refcocog", split, n, seed)``, sp
 ``validation`` or ``test``. Same sample type, IoU metrics and box evidence as
 :mod:`tasks.refcocog`; the request text is the toy question verbatim. Answers:
 ``"[x1, y1, x2, y2]"`` normalised to [0, 1] (the toy adapter's ``normalized`` convention).
+Scoring modes as :mod:`tasks.refcocog` (the toy family has no released evaluator, so its
+``official`` rule is ``standard``: the same numbers as ``lenient``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.api.payloads import Box
 from harness.api.registry import task
 from tasks._mini import SeededMini
+from tasks._rec_official import OFFICIAL_RULES
 from tasks.refcocog import PROMPT, RefCOCOg, RefSample
 
 __all__ = ["RefCOCOgMini"]
@@ -28,6 +33,11 @@ class RefCOCOgMini(SeededMini, RefCOCOg):
     """
 
     kind = "refcocog"
+
+    def settings(self) -> dict[str, Any]:
+        """Sample count, toy seed, scoring mode (under ``official``, its family → rule table)."""
+        rules = {"official_rules": OFFICIAL_RULES} if self.scoring == "official" else {}
+        return super().settings() | rules
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[RefSample]:
         """Toy samples as :class:`~tasks.refcocog.RefSample` (boxes xyxy pixels)."""

@@ -103,10 +103,14 @@ class ScoringContext:
             given (width, height), following the model family's coordinate
             convention; None when no box can be parsed.
         seed: Seed for deterministic fallbacks (e.g. MMMU's random choice).
+        family: Registry name of the model family (the results' ``model.family``), for
+            scorers whose official rule is the family's own evaluator (RefCOCOg); None
+            when unknown.
     """
 
     parse_box: Callable[[str, tuple[int, int]], Box | None]
     seed: int = 0
+    family: str | None = None
 
 
 def mean_stderr(values: Sequence[float]) -> tuple[float, float | None]:

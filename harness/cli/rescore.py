@@ -131,7 +131,7 @@ def rescore(
         raise FileNotFoundError(f"rescore: no {results_name} in {str(root)!r}")
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
-    ctx = ScoringContext(parse_box=_parse_box(old.model), seed=seed)
+    ctx = ScoringContext(_parse_box(old.model), seed, family=old.model.get("family"))
     unknown = sorted((set(tasks or ()) | set(task_args or {})) - {e.task for e in old.entries})
     if unknown:
         raise ValueError(f"rescore: task(s) {unknown} not in {source}")

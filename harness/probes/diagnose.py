@@ -245,7 +245,8 @@ def _correctness(adapter, task, doc, request, seed: int, threshold: float) -> di
 
     metric = task.metrics[0].name
     generation = adapter.generate([request])[0]
-    scores = task.score(doc, generation, ScoringContext(parse_box=adapter.parse_box, seed=seed))
+    ctx = ScoringContext(adapter.parse_box, seed, family=adapter.registry_name or None)
+    scores = task.score(doc, generation, ctx)
     value = scores.get(metric)
     text = generation.text[:200]  # enough to eyeball the answer in the file
     if value is None:

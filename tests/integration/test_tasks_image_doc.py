@@ -57,7 +57,8 @@ def test_refcocog_end_to_end(fx, tmp_path):
         "the tall red thing.": "I cannot tell",
         "the bottom half.": "[0, 30, 80, 90]",
     }
-    got, adapter, entry = run(tmp_path, "refcocog", fx["refcocog"], by_text(answers), "pixels")
+    args = fx["refcocog"] | {"scoring": "lenient"}  # the lenient rule: clipping, pixels
+    got, adapter, entry = run(tmp_path, "refcocog", args, by_text(answers), "pixels")
     assert entry.n_samples == 4
     assert got["acc@0.5"] == 0.5 and got["acc@0.3"] == 0.75 and got["acc@0.7"] == 0.5
     assert got["miou"] == pytest.approx((1 + 280 / 920 + 0 + 1) / 4)
