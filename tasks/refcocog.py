@@ -14,8 +14,10 @@
   height is a malformed row, and so is a gold box lying wholly outside its image (found when
   the image is read): an error naming the row, or with ``--skip-bad-docs`` a counted skip.
 - Prompt: "Please provide the bounding box coordinate of the region this sentence describes:
-  {expression}." — the coordinate convention of the answer belongs to the model adapter
-  (``ScoringContext.parse_box``); the task owns the IoU.
+  {expression}." (InternVL's and Qwen-VL's evaluators prompt with their own templates; this
+  one is shared). The coordinate convention of the answer belongs to the model family: its
+  adapter's ``ScoringContext.parse_box`` (``lenient``) or its released evaluator
+  (``official``); the task owns the IoU.
 - Metrics: ``acc@0.5`` (IoU ≥ 0.5, the headline), ``miou``, ``acc@0.3``, ``acc@0.7``,
   ``center_acc`` (predicted centre inside the gold box), ``parse_rate``, ``swapped_rate``
   (boxes written with x1 > x2 or y1 > y2, counted in every mode).

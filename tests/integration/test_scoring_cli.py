@@ -105,3 +105,60 @@ def test_rescore_task_args_are_merged_and_recorded(tmp_path, says_yes_dot, capsy
     assert cli.main(["rescore", str(out), "--scoring", "lenient", "--task-args", extra]) == 0
     entry = json.loads((out / "results.scoring-lenient.json").read_text())["entries"][0]
     assert entry["task_args"] == {"scoring": "lenient", "seed": 0}
+
+
+class _InternVLScripted(ScriptedAdapter):
+    """A scripted model recorded as family ``internvl`` (RefCOCOg's official rule follows it)."""
+
+    registry_name = "internvl"
+
+    def settings(self):
+        return super().settings() | {"family": "internvl"}
+
+
+@pytest.fixture
+def internvl_boxes(monkeypatch):
+    """`run` answers refcocog_mini with the gold box on InternVL's 1000 grid: "[[x1, y1, x2,
+    y2]]" for even documents, Qwen2-VL's "(x1,y1),(x2,y2)" for odd ones."""
+    import harness.api.model as base
+    from harness.api.registry import MODEL_FAMILIES
+    from harness.api.task import build_task
+
+    task = build_task("refcocog_mini", {})
+    docs = task.load(limit=6)
+    gold = {task.prompt(d): (i, d.box) for i, d in enumerate(docs)}
+
+    def respond(request):
+        i, box = gold[request.text]
+        w, h = request.images[0].size
+        x1, y1, x2, y2 = (round(v * 1000) for v in (box.x1 / w, box.y1 / h, box.x2 / w, box.y2 / h))
+        return f"[[{x1}, {y1}, {x2}, {y2}]]" if i % 2 == 0 else f"({x1},{y1}),({x2},{y2})"
+
+    adapter = _InternVLScripted(respond, box_convention="normalized_1000")
+    MODEL_FAMILIES.discover()
+    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", _InternVLScripted)
+    monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)
+
+
+def test_refcocog_official_is_selectable_follows_the_family_and_rescores(tmp_path, internvl_boxes):
+    from tasks._rec_official import OFFICIAL_RULES
+
+    got = {}
+    for mode in ("official", "lenient", "lmms_eval"):
+        results = _run(tmp_path / mode, mode, task="refcocog_mini")
+        entry = results["entries"][0]
+        assert results["model"]["family"] == "internvl"
+        assert entry["task_settings"]["scoring"] == mode
+        assert ("official_rules" in entry["task_settings"]) == (mode == "official")
+        got[mode] = {m["name"]: m["value"] for m in entry["metrics"]}
+    # InternVL's evaluator reads only "[[…]]" (the odd replies fall back to 0, 0, 0, 0);
+    # lenient reads both forms on the adapter's 1000 grid; lmms-eval reads [0, 1] decimals.
+    assert got["official"]["acc@0.5"] == 0.5 and got["official"]["parse_rate"] == 0.5
+    assert got["lenient"]["acc@0.5"] == 1.0 and got["lenient"]["parse_rate"] == 1.0
+    assert got["lmms_eval"]["acc@0.5"] == 0.0
+    # Rescoring the lenient run under official finds the family in the recorded model.
+    out = tmp_path / "lenient"
+    assert cli.main(["rescore", str(out), "--scoring", "official"]) == 0
+    entry = json.loads((out / "results.scoring-official.json").read_text())["entries"][0]
+    assert entry["task_settings"]["official_rules"] == OFFICIAL_RULES
+    assert {m["name"]: m["value"] for m in entry["metrics"]} == got["official"]
