@@ -128,7 +128,7 @@ def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
     assert cli.main([*argv, "--output", str(tmp_path / "d")]) == 1
     assert seen["tasks"] == {"mmmu_mini": {"scoring": "lenient"},
                              "refcocog_mini": {"scoring": "lmms_eval"}}  # fmt: skip
-    argv = ["diagnose", "--tasks", "refcocog_mini", "--scoring", "official"]
+    argv = ["diagnose", "--tasks", "mmdocir_mini", "--scoring", "official"]  # it has no official
     assert cli.main([*argv, "--output", str(tmp_path / "e")]) == 2
     assert "scoring 'official' is not available" in capsys.readouterr().err
     argv = ["diagnose", "--scoring", "lenient", "--no-generate"]
