@@ -7,47 +7,72 @@
   document: ``doc_name``, ``domain``, ``page_indices`` / ``layout_indices`` (**inclusive**
   [start, end] row ranges into the parquets; the README spells the latter
   ``layout_indinces``), ``questions`` [{``Q``, ``A``, ``page_id`` (**0-based** list), ``type``
-  (string repr of a list), ``layout_mapping`` [{``page``, ``page_size`` [w, h] in PDF points,
-  ``bbox`` [x1, y1, x2, y2] in PDF points}]}]. 313 documents, 1,658 questions; one split,
-  ``test``. Local copy: ``data_dir`` holding the three files (or ``annotations_file`` /
+  (string repr of a list), ``layout_mapping`` [{``page``, ``page_size`` [w, h] and ``bbox``
+  [x1, y1, x2, y2], both in the page's own coordinates}]}]. 313 documents, 1,658 questions;
+  one split, ``test``. Local copy: ``data_dir`` holding the three files (or ``annotations_file`` /
   ``pages_file``).
 - Licence: CC BY-NC 4.0. Paper: Dong et al., "MMDocIR: Benchmarking Multi-Modal Retrieval for
   Long Documents", 2025 (arXiv 2501.08828).
-- Normalisation (once, at load): layout boxes scaled to page-image pixels by
-  ``image_w / page_w`` and ``image_h / page_h``; pages stay 0-based; ``doc_id`` is
-  ``"{doc_name}#{k}"`` for the k-th question of a document.
+- Normalisation (once, at load; :mod:`tasks._mmdocir_data`): layout boxes scaled to page-image
+  pixels by ``image_w / page_w`` and ``image_h / page_h`` and also kept as released; pages stay
+  0-based; ``doc_id`` is ``"{doc_name}#{k}"`` for the k-th question of a document.
 - Generative protocol: all pages of the document are shown in order (the first ``max_pages``
   when capped; gold pages beyond the cap count as misses) and the model is asked which
   page(s) hold the evidence, as 1-based page numbers, most relevant first. With
   ``level="layout"`` it is asked for regions "page N: [x1, y1, x2, y2]" (boxes parsed in the
   model family's convention).
-- Metrics: page ``recall@1/3/5`` = |gold ∩ first k pages| / |gold|; with ``level="layout"``
-  also ``layout_recall@1/3/5``: a gold layout is found when one of the first k regions lies on
-  its page with IoU ≥ 0.5.
+- Scoring (``scoring``):
+
+  - ``official`` (the default): MMDocIR's released ``metric_eval.py`` (``recall``,
+    ``recall_layout``, ``evaluate_page`` / ``evaluate_layout``), applied to the ranked list the
+    reply names — see :mod:`tasks._mmdocir_official` for the rules, quirks and the one
+    adaptation. Metrics: ``recall@1/3/5`` (micro over questions) and ``recall@k_macro`` (mean
+    over the release's ten domains); with ``level="layout"`` also ``layout_recall@1/5/10``
+    (gold layout area covered by the first k regions) and their ``_macro``.
+  - ``lenient``: page ``recall@1/3/5`` = |set(gold) ∩ first k pages| / |set(gold)|; with
+    ``level="layout"`` also ``layout_recall@1/3/5``: a gold layout (of positive area) is found
+    when one of the first k regions lies on its page with IoU ≥ 0.5.
+
+  Pages and regions are read from the reply by :mod:`tasks._page_refs` in both modes.
+  lmms-eval 0.7.3 has no MMDocIR task.
+- Gold as released: a question's ``page_id`` list is kept as given (the official denominator
+  is its length); a gold layout of zero area (one real question has one) and a gold layout on
+  a page outside ``page_id`` (two real questions) are accepted, as the release scores them.
 - Evidence: the gold pages among those shown; with ``level="layout"`` also their boxes.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from harness.api.payloads import Box, Generation, PageEvidence, Request
 from harness.api.registry import task
-from harness.api.task import MetricDef, SampleError, ScoringContext, Task, TaskLoadError
+from harness.api.task import (
+    MetricDef,
+    MetricValue,
+    SampleError,
+    ScoringContext,
+    Task,
+    TaskLoadError,
+)
 from tasks._common import (
-    RowImage,
-    image_size,
     lazy_media,
     load_rows,
     open_image,
-    parse_list,
-    require,
     row_id,
 )
+from tasks._mmdocir_data import DocIRSample, document_pages, question_sample
+from tasks._mmdocir_official import (
+    LAYOUT_KS,
+    PAGE_KS,
+    Rect,
+    layout_recall,
+    micro_macro,
+    page_recall,
+)
+from tasks._page_refs import parse_pages, parse_regions
 from tasks._scoring import check_scoring
 
 __all__ = ["DocIRSample", "MMDocIR", "parse_pages", "parse_regions", "recall_at"]
@@ -57,74 +82,21 @@ PAGE_METRICS = tuple(MetricDef(f"recall@{k}", True, f"gold pages in the first {k
 LAYOUT_METRICS = tuple(
     MetricDef(f"layout_recall@{k}", True, f"gold layouts hit by the first {k} regions") for k in KS
 )
-ANNOTATIONS, PAGES = "MMDocIR_annotations.jsonl", "MMDocIR_pages.parquet"
-_REGION = re.compile(r"page\s*(\d+)\s*[:\-,]?\s*(\[[^\]]*\])", re.I)
-
-
-@dataclass(frozen=True, slots=True)
-class DocIRSample:
-    """One retrieval question.
-
-    Attributes:
-        doc_id: ``"{doc_name}#{k}"``.
-        question: Question text.
-        answer: The question's answer (logged, not scored).
-        pages: Page image sources of the whole document, in order.
-        gold_pages: 0-based evidence pages.
-        layouts: Gold layout regions ``(page, Box in page-image pixels)``.
-        page_sizes: ``(page, (width, height))`` of the gold pages' images.
-        domain: Document domain.
-    """
-
-    doc_id: str
-    question: str
-    answer: str
-    pages: tuple[Any, ...]
-    gold_pages: tuple[int, ...]
-    layouts: tuple[tuple[int, Box], ...] = ()
-    page_sizes: tuple[tuple[int, tuple[int, int]], ...] = ()
-    domain: str = ""
-
-
-_NOT_PAGE = re.compile(
-    r"\b(?:fig(?:ure)?s?|tables?|tab|sections?|sec|chapters?|ch|eq(?:uation)?s?|steps?|"
-    r"items?|notes?|footnotes?|appendix|ref(?:erence)?s?)\.?\s*\d+(?:\.\d+)*",
-    re.I,
+OFFICIAL_PAGE_METRICS = tuple(
+    MetricDef(f"recall@{k}", True, f"gold pages in the first {k} named (release's recall)")
+    for k in PAGE_KS
+) + tuple(
+    MetricDef(f"recall@{k}_macro", True, f"recall@{k} averaged over the ten domains")
+    for k in PAGE_KS
 )
-_RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|through|thru)\s*(?:pages?\s*)?(\d+)", re.I)
-
-
-def parse_pages(text: str, n_pages: int) -> list[int]:
-    """1-based page numbers in order of mention → unique 0-based pages within the document.
-
-    Numbers that name a figure, table, section, equation, step, note or reference ("(see
-    Figure 2)", "Table 3.1") are not pages; a range "3-7" / "3 to 7" / "pages 3 through 7"
-    stands for every page in it (clipped to the document); out-of-document pages are dropped.
-    """
-    text = _NOT_PAGE.sub(" ", str(text))
-    out: list[int] = []
-    pos = 0
-    for match in _RANGE.finditer(text):
-        out += _numbers(text[pos : match.start()], n_pages, out)
-        a, b = sorted((int(match.group(1)), int(match.group(2))))
-        out += [p for p in range(max(a, 1) - 1, min(b, n_pages)) if p not in out]
-        pos = match.end()
-    out += _numbers(text[pos:], n_pages, out)
-    return out
-
-
-def _numbers(text: str, n_pages: int, seen: list[int]) -> list[int]:
-    found: list[int] = []
-    for token in re.findall(r"\d+", text):
-        page = int(token) - 1
-        if 0 <= page < n_pages and page not in seen and page not in found:
-            found.append(page)
-    return found
-
-
-def parse_regions(text: str) -> list[tuple[int, str]]:
-    """``(0-based page, box text)`` for each "page N: [..]" region, in order."""
-    return [(int(m.group(1)) - 1, m.group(2)) for m in _REGION.finditer(text)]
+OFFICIAL_LAYOUT_METRICS = tuple(
+    MetricDef(f"layout_recall@{k}", True, f"gold layout area covered by the first {k} regions")
+    for k in LAYOUT_KS
+) + tuple(
+    MetricDef(f"layout_recall@{k}_macro", True, f"layout_recall@{k} over the ten domains")
+    for k in LAYOUT_KS
+)
+ANNOTATIONS, PAGES = "MMDocIR_annotations.jsonl", "MMDocIR_pages.parquet"
 
 
 def recall_at(predicted: list[int], gold: tuple[int, ...], k: int) -> float:
@@ -144,8 +116,7 @@ class MMDocIR(Task):
         pages_file: Explicit pages parquet (overrides ``data_dir``).
         dataset_id: HF dataset repository holding the files.
         revision: Hub revision.
-        scoring: Only "lenient" (headscope's rule, described above) for now; the
-            benchmark's official and lmms-eval rules are not implemented yet.
+        scoring: "official" (the release's metrics, the default) or "lenient" (see above).
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = PAGE_METRICS + LAYOUT_METRICS
@@ -162,15 +133,20 @@ class MMDocIR(Task):
         pages_file: str | None = None,
         dataset_id: str = "MMDocIR/MMDocIR_Evaluation_Dataset",
         revision: str | None = None,
-        scoring: str = "lenient",
+        scoring: str = "official",
     ) -> None:
-        self.scoring = check_scoring("mmdocir", scoring, ("lenient",))
+        self.scoring = check_scoring("mmdocir", scoring, ("official", "lenient"))
         if level not in ("page", "layout"):
             raise ValueError(f"mmdocir level must be 'page' or 'layout', got {level!r}")
         if max_pages is not None and max_pages < 1:
             raise ValueError("mmdocir max_pages must be ≥ 1")
         self.level, self.max_pages = level, max_pages
-        self.metrics = PAGE_METRICS + (LAYOUT_METRICS if level == "layout" else ())
+        if self.scoring == "official":
+            layout_metrics, self.metrics = OFFICIAL_LAYOUT_METRICS, OFFICIAL_PAGE_METRICS
+        else:
+            layout_metrics, self.metrics = LAYOUT_METRICS, PAGE_METRICS
+        if level == "layout":
+            self.metrics += layout_metrics
         self.data_dir, self.annotations_file, self.pages_file = (
             data_dir,
             annotations_file,
@@ -208,13 +184,13 @@ class MMDocIR(Task):
         for i, note in enumerate(notes):
             where = row_id("mmdocir annotations", i, note, "doc_name")
             try:
-                pages, questions = self._document(note, pages_meta, media, where)
+                pages, questions = document_pages(note, pages_meta, media, where)
             except SampleError as exc:
                 self.bad_row(out, where, exc)
                 questions = []
             for k, q in enumerate(questions):
                 try:
-                    out.append(self._sample(note, k, q, pages, f"{where} question {k}"))
+                    out.append(question_sample(note, k, q, pages, f"{where} question {k}"))
                 except SampleError as exc:
                     self.bad_row(out, f"{note['doc_name']}#{k}", exc)
                 if limit is not None and len(out) >= limit:
@@ -222,67 +198,6 @@ class MMDocIR(Task):
             if limit is not None and len(out) >= limit:
                 return out
         return out
-
-    @staticmethod
-    def _document(note: Any, pages_meta: Any, media: Any, where: str) -> tuple[tuple, list]:
-        """The page sources of one annotated document and its questions (checked)."""
-        if not isinstance(note, dict):
-            raise SampleError(f"{where}: not a JSON object")
-        require(note, ["doc_name", "page_indices", "questions"], where)
-        span = parse_list(note["page_indices"], where, "page_indices")
-        if (
-            len(span) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in span)
-            or not 0 <= span[0] <= span[1] < len(pages_meta)
-        ):
-            raise SampleError(f"{where}: page_indices {span} outside the {len(pages_meta)} pages")
-        for end in (span[0], span[1]):
-            if pages_meta[end]["doc_name"] != note["doc_name"]:
-                raise SampleError(f"{where}: pages row {end} belongs to another document")
-        questions = note["questions"]
-        if not isinstance(questions, list) or not all(isinstance(q, dict) for q in questions):
-            raise SampleError(f"{where}: questions must be a list of objects")
-        pages = tuple(RowImage(media, r, "image_binary") for r in range(span[0], span[1] + 1))
-        return pages, questions
-
-    def _sample(self, note: dict, k: int, q: dict, pages: tuple, where: str) -> DocIRSample:
-        require(q, ["Q", "page_id"], where)
-        try:
-            gold = [int(p) for p in parse_list(q["page_id"], where, "page_id")]
-        except (TypeError, ValueError, OverflowError):
-            raise SampleError(f"{where}: page_id {q['page_id']!r} is not a list of pages") from None
-        if not gold or any(not 0 <= p < len(pages) for p in gold):
-            raise SampleError(f"{where}: page_id {gold} outside the document's {len(pages)} pages")
-        sizes = {p: image_size(pages[p], f"{where} page {p}") for p in set(gold)}
-        layouts = []
-        for item in q.get("layout_mapping") or []:
-            try:
-                page, (pw, ph) = int(item["page"]), (float(v) for v in item["page_size"])
-                x1, y1, x2, y2 = (float(v) for v in item["bbox"])
-            except (KeyError, TypeError, ValueError, OverflowError):
-                raise SampleError(f"{where}: malformed layout_mapping entry {item!r}") from None
-            if not all(math.isfinite(v) for v in (pw, ph, x1, y1, x2, y2)):
-                raise SampleError(f"{where}: layout_mapping entry {item!r} is not finite")
-            if page not in sizes or pw <= 0 or ph <= 0:
-                raise SampleError(f"{where}: layout on page {page} not among gold pages {gold}")
-            if not (x2 > x1 and y2 > y1):
-                raise SampleError(f"{where}: layout bbox {item['bbox']} has no area")
-            if Box(x1, y1, x2, y2).clip(pw, ph) is None:
-                raise SampleError(
-                    f"{where}: layout bbox {item['bbox']} lies outside its {pw:g}×{ph:g} page"
-                )
-            w, h = sizes[page]
-            layouts.append((page, Box(x1 * w / pw, y1 * h / ph, x2 * w / pw, y2 * h / ph)))
-        return DocIRSample(
-            doc_id=f"{note['doc_name']}#{k}",
-            question=str(q["Q"]).strip(),
-            answer=str(q.get("A", "")),
-            pages=pages,
-            gold_pages=tuple(dict.fromkeys(gold)),
-            layouts=tuple(layouts),
-            page_sizes=tuple(sorted(sizes.items())),
-            domain=str(note.get("domain") or ""),
-        )
 
     def n_shown(self, sample: DocIRSample) -> int:
         """How many leading pages of the document are shown."""
@@ -326,9 +241,11 @@ class MMDocIR(Task):
         return PageEvidence(pages=tuple(shown), boxes=boxes)
 
     def score(self, sample: DocIRSample, generation: Generation, ctx: ScoringContext) -> dict:
-        """Page recall@k (and layout recall@k at layout level)."""
+        """Page recall@k (and layout recall@k at layout level) under the scoring mode."""
         n = self.n_shown(sample)
         regions = [(p, t) for p, t in parse_regions(generation.text) if 0 <= p < n]
+        if self.scoring == "official":
+            return self._official(sample, regions, generation.text, ctx)
         if self.level == "layout" and regions:
             predicted = list(dict.fromkeys(p for p, _ in regions))
         else:
@@ -344,6 +261,50 @@ class MMDocIR(Task):
                 )
                 out[f"layout_recall@{k}"] = hits / len(sample.layouts)
         return out
+
+    def _official(
+        self, sample: DocIRSample, regions: list[tuple[int, str]], text: str, ctx: ScoringContext
+    ) -> dict[str, Any]:
+        """The release's recall / recall_layout of the lists the reply names (see module doc)."""
+        regions = list(dict.fromkeys((p, "".join(t.split())) for p, t in regions))
+        if self.level == "layout" and regions:
+            predicted = list(dict.fromkeys(p for p, _ in regions))
+        else:
+            predicted = parse_pages(text, self.n_shown(sample))
+        gold = sample.page_ids or sample.gold_pages
+        out: dict[str, Any] = {f"recall@{k}": page_recall(predicted[:k], gold) for k in PAGE_KS}
+        if self.level == "layout":
+            rects = [self._in_page_points(sample, p, t, ctx) for p, t in regions]
+            for k in LAYOUT_KS:
+                found = [r for r in rects[:k] if r is not None]
+                out[f"layout_recall@{k}"] = layout_recall(found, sample.layout_rects)
+        return out | {"domain": sample.domain}
+
+    @staticmethod
+    def _in_page_points(
+        sample: DocIRSample, page: int, box_text: str, ctx: ScoringContext
+    ) -> Rect | None:
+        """A region read in the family's convention, in the annotation's page coordinates.
+
+        None when the box does not parse or its page holds no gold layout (it then covers
+        nothing, though it still takes one of the k places).
+        """
+        points, sizes = dict(sample.page_points), dict(sample.page_sizes)
+        if page not in points or page not in sizes:
+            return None
+        box = ctx.parse_box(box_text, sizes[page])
+        if box is None:
+            return None
+        (pw, ph), (w, h) = points[page], sizes[page]
+        return page, (box.x1 * pw / w, box.y1 * ph / h, box.x2 * pw / w, box.y2 * ph / h)
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
+        """Means (lenient); micro and ten-domain macro means as the release computes (official)."""
+        if self.scoring != "official":
+            return super().aggregate(rows)
+        names = [m.name for m in self.metrics if not m.name.endswith("_macro")]
+        pairs = [micro_macro(rows, name, f"{name}_macro") for name in names]
+        return [micro for micro, _ in pairs] + [macro for _, macro in pairs]
 
     def sample_log(self, sample: DocIRSample) -> dict[str, Any]:
         """Gold pages (0-based) and the answer."""

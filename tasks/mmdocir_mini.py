@@ -1,9 +1,11 @@
 """mmdocir_mini — MMDocIR-style page retrieval over toy 3-page documents (embedded toy model).
 
 Samples: ``harness.toy.scenes.generate_samples("mmdocir", split, n, seed)``, split
-``validation`` or ``test``. Same sample type, page parsing and Recall@k metrics as
-:mod:`tasks.mmdocir`; the request text is the toy question verbatim. Answers: the 1-based page
-number ("2"). Evidence: the evidence page with the object's box (object-level Ω(V*)).
+``validation`` or ``test``. Same sample type, page parsing, scoring modes and metrics as
+:mod:`tasks.mmdocir` (the toy's domain, "toy", is not one of the release's ten, so the official
+``_macro`` numbers are not reported); the request text is the toy question verbatim. Answers:
+the 1-based page number ("2"). Evidence: the evidence page with the object's box (object-level
+Ω(V*)).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class MMDocIRMini(SeededMini, MMDocIR):
                 layouts=tuple((p, Box(*b)) for p, b in s.evidence),
                 page_sizes=tuple((p, s.images[p].size) for p, _ in s.evidence),
                 domain="toy",
+                layout_rects=tuple((p, Box(*b).as_tuple()) for p, b in s.evidence),
+                page_points=tuple((p, s.images[p].size) for p, _ in s.evidence),
             )
             for s in self.mini_samples(split, limit)
         ]

@@ -50,6 +50,12 @@ def _mmdocir_layout_outside(notes):
     return [notes[0] | {"questions": [bad, *notes[0]["questions"][1:]]}, *notes[1:]]
 
 
+def _mmdocir_layout_reversed(notes):
+    q = notes[0]["questions"][0]
+    bad = q | {"layout_mapping": [q["layout_mapping"][0] | {"bbox": [300, 200, 100, 400]}]}
+    return [notes[0] | {"questions": [bad, *notes[0]["questions"][1:]]}, *notes[1:]]
+
+
 def _mmdocir_garbage_page(pages):
     return [p | {"image_binary": b"garbage"} if i == 3 else p for i, p in enumerate(pages)]
 
@@ -96,6 +102,9 @@ CASES = [
     ("mmdocir-layout-outside-page", "mmdocir",
      _image_doc(DOCIR, mutate=_mmdocir_layout_outside),
      r"alpha.pdf.*question 0.*outside its 612×792 page", 3, 1, True),
+    ("mmdocir-layout-reversed", "mmdocir",
+     _image_doc(DOCIR, mutate=_mmdocir_layout_reversed),
+     r"alpha.pdf.*question 0.*\[300\.0, 200\.0, 100\.0, 400\.0\] is written reversed", 3, 1, True),
     ("mmdocir-garbage-gold-page", "mmdocir",
      _image_doc(DOCIR, mutate_pages=_mmdocir_garbage_page),
      r"alpha.pdf.*question 0 page 1.*cannot read image", 3, 2, True),

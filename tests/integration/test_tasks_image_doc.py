@@ -141,18 +141,55 @@ def test_mmdocir_page_level_end_to_end(fx, tmp_path):
 
 
 def test_mmdocir_layout_level_boxes_scaled_to_pixels(fx, tmp_path):
-    task = build_task("mmdocir", fx["mmdocir"] | {"level": "layout"})
+    task = build_task("mmdocir", fx["mmdocir"] | {"level": "layout", "scoring": "lenient"})
     samples = task.load()
     # bbox [50, 60, 250, 100.5] pt on a 612×792 pt page, image 306×396 px: scale 0.5.
     assert samples[1].layouts[0] == (0, Box(25, 30, 125, 50.25))
     ev = task.evidence(samples[1], task.request(samples[1]))
     assert ev.pages == (0, 2) and ev.boxes[2] == (Box(30, 40, 250, 150),)
     answers = {"authors": "page 1: [25, 30, 125, 50]\npage 3: [0, 0, 10, 10]"}
-    got, _, _ = run(tmp_path, "mmdocir", fx["mmdocir"] | {"level": "layout"},
+    got, _, _ = run(tmp_path, "mmdocir", fx["mmdocir"] | {"level": "layout", "scoring": "lenient"},
                     by_text(answers, "page 4: [0, 0, 306, 198]"), "pixels")  # fmt: skip
     # chart question: page 4 predicted → misses; authors: 1 of 2 layouts; table: exact hit.
     assert got["layout_recall@1"] == pytest.approx((0 + 0.5 + 1) / 3)
     assert got["recall@5"] == pytest.approx((0 + 1 + 1) / 3)
+
+
+def test_mmdocir_official_layout_end_to_end(fx, tmp_path):
+    answers = {"authors": "page 1: [25, 30, 125, 50]\npage 3: [0, 0, 10, 10]"}
+    got, _, entry = run(tmp_path, "mmdocir", fx["mmdocir"] | {"level": "layout"},
+                        by_text(answers, "page 4: [0, 0, 306, 198]"), "pixels")  # fmt: skip
+    assert entry.task_settings["scoring"] == "official"
+    # Hand-derived from metric_eval.recall_layout in page points (612×792 pt, images at 0.5):
+    # chart: its region is on page 4 of a 3-page document → nothing; authors: [50, 60, 250,
+    # 100] pt covers 200·40 of gold areas 200·40.5 + 440·220; table: [0, 0, 612, 396] exact.
+    authors = 200 * 40 / (200 * 40.5 + 440 * 220)
+    assert got["layout_recall@1"] == pytest.approx((0 + authors + 1) / 3)
+    assert got["layout_recall@10"] == pytest.approx((0 + authors + 1) / 3)
+    # alpha (2 questions) is "Research report / Introduction", beta "Academic paper"; the
+    # other eight domains count 0 in the release's macro average.
+    assert got["layout_recall@1_macro"] == pytest.approx(((0 + authors) / 2 + 1) / 10)
+    assert got["recall@1"] == pytest.approx((0 + 0.5 + 1) / 3)
+    assert got["recall@1_macro"] == pytest.approx(((0 + 0.5) / 2 + 1) / 10)
+
+
+def test_mmdocir_accepts_the_release_s_odd_gold_layouts(tmp_path):
+    def odd(notes):  # as in the real annotations: a zero-width layout, a layout off page_id
+        q0, q1 = notes[0]["questions"]
+        zero = {"page": 1, "page_size": [612, 792], "bbox": [300, 100, 300, 450]}
+        q0 = q0 | {"layout_mapping": [*q0["layout_mapping"], zero]}
+        off = {"page": 1, "page_size": [612, 792], "bbox": [0, 0, 306, 396]}
+        q1 = q1 | {"layout_mapping": [*q1["layout_mapping"], off]}
+        return [notes[0] | {"questions": [q0, q1]}, *notes[1:]]
+
+    task = build_task("mmdocir", F.make_mmdocir(tmp_path, mutate=odd) | {"level": "layout"})
+    chart, authors, _ = task.load()
+    assert chart.layout_rects[-1] == (1, (300.0, 100.0, 300.0, 450.0))
+    assert [b for p, b in chart.layouts] == [Box(50, 100, 150, 200)]  # zero area: no pixels
+    assert authors.gold_pages == (0, 2) and authors.layout_rects[-1][0] == 1
+    assert dict(authors.page_sizes)[1] == F.MMDOCIR_PIXELS  # a layout page, not a gold page
+    ev = task.evidence(authors, task.request(authors))
+    assert ev.pages == (0, 2) and 1 not in ev.boxes
 
 
 @pytest.mark.parametrize(

@@ -132,8 +132,13 @@ def test_mmdocir_cases(case):
 
 
 def test_mmdocir_layout_level_declares_layout_metrics():
-    assert [m.name for m in MMDocIR().metrics] == ["recall@1", "recall@3", "recall@5"]
-    assert "layout_recall@5" in [m.name for m in MMDocIR(level="layout").metrics]
+    lenient = [m.name for m in MMDocIR(scoring="lenient").metrics]
+    assert lenient == ["recall@1", "recall@3", "recall@5"]
+    assert "layout_recall@5" in [m.name for m in MMDocIR(level="layout", scoring="lenient").metrics]
+    official = [m.name for m in MMDocIR().metrics]
+    assert official == [f"recall@{k}{s}" for s in ("", "_macro") for k in (1, 3, 5)]
+    layout = [m.name for m in MMDocIR(level="layout").metrics][6:]
+    assert layout == [f"layout_recall@{k}{s}" for s in ("", "_macro") for k in (1, 5, 10)]
 
 
 def test_numbers():
