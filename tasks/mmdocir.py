@@ -302,9 +302,11 @@ class MMDocIR(Task):
         """Means (lenient); micro and ten-domain macro means as the release computes (official)."""
         if self.scoring != "official":
             return super().aggregate(rows)
-        names = [m.name for m in self.metrics if not m.name.endswith("_macro")]
+        declared = [m.name for m in self.metrics]
+        names = [name for name in declared if not name.endswith("_macro")]
         pairs = [micro_macro(rows, name, f"{name}_macro") for name in names]
-        return [micro for micro, _ in pairs] + [macro for _, macro in pairs]
+        values = [micro for micro, _ in pairs] + [macro for _, macro in pairs]
+        return [v for v in values if v.name in declared]
 
     def sample_log(self, sample: DocIRSample) -> dict[str, Any]:
         """Gold pages (0-based) and the answer."""

@@ -102,3 +102,13 @@ def test_lenient_is_still_available_and_differs_where_the_release_does():
     assert MMDocIR().settings()["scoring"] == "official"
     with pytest.raises(ValueError, match="lmms-eval 0.7.3 has no such task"):
         MMDocIR(scoring="lmms_eval")
+
+
+def test_the_toy_declares_no_macro():
+    from tasks.mmdocir_mini import MMDocIRMini
+
+    task = MMDocIRMini(n=4)
+    assert [m.name for m in task.metrics] == ["recall@1", "recall@3", "recall@5"]
+    rows = [{"recall@1": 1.0, "recall@3": 1.0, "recall@5": 1.0, "domain": "toy"}]
+    assert [m.name for m in task.aggregate(rows)] == ["recall@1", "recall@3", "recall@5"]
+    assert task.settings()["scoring"] == "official"
