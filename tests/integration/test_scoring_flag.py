@@ -58,8 +58,8 @@ def test_explicit_task_args_win_and_fixed_rule_tasks_are_left_alone(tmp_path, sa
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--tasks", "pope_mini,mmdocir_mini", "--scoring", "official", "--interventions", "none"],
-         "scoring 'official' is not available"),
+        (["--tasks", "pope_mini,mmdocir_mini", "--scoring", "lmms_eval", "--interventions", "none"],
+         "scoring 'lmms_eval' is not available"),
         (["--tasks", "pope_mini", "--scoring", "offical", "--interventions", "none"],
          "did you mean 'official'"),
         (["--scoring", "lmms_eval"], "scoring 'lmms_eval' is not available"),  # toy main job
@@ -98,17 +98,17 @@ def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
 
     seen = {}
     monkeypatch.setattr(mj, "run_protocol", lambda model, cfg, out: seen.update(cfg=cfg))
-    argv = ["run", "--scoring", "official", "--output", str(tmp_path / "o")]  # the toy main job
+    argv = ["run", "--scoring", "lmms_eval", "--output", str(tmp_path / "o")]  # the toy main job
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "mmdocir_mini" in err
-    assert "refcocog_mini" not in err  # RefCOCOg has official (its family's evaluator)
+    assert len(err.splitlines()) == 1 and "mmdocir_mini" in err  # lmms-eval has no MMDocIR
+    assert "refcocog_mini" not in err and "pope_mini" not in err  # these have lmms_eval
     suggested = shlex.split(err.partition("e.g. ")[2])
     assert suggested[0] == "--task-args" and not seen
     assert cli.main([*argv, *suggested]) == 0
     modes = {n: a.get("scoring") for n, a in seen["cfg"].task_args.items()}
-    assert modes["refcocog_mini"] == "official" and modes["mmdocir_mini"] == "lenient"
-    assert modes["pope_mini"] == "official" and "vidstg_mini" not in modes
+    assert modes["refcocog_mini"] == "lmms_eval" and modes["mmdocir_mini"] == "official"
+    assert modes["pope_mini"] == "lmms_eval" and "vidstg_mini" not in modes
 
 
 def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
@@ -129,9 +129,9 @@ def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
     assert cli.main([*argv, "--output", str(tmp_path / "d")]) == 1
     assert seen["tasks"] == {"mmmu_mini": {"scoring": "lenient"},
                              "refcocog_mini": {"scoring": "lmms_eval"}}  # fmt: skip
-    argv = ["diagnose", "--tasks", "mmdocir_mini", "--scoring", "official"]  # it has no official
+    argv = ["diagnose", "--tasks", "mmdocir_mini", "--scoring", "lmms_eval"]  # lmms-eval lacks it
     assert cli.main([*argv, "--output", str(tmp_path / "e")]) == 2
-    assert "scoring 'official' is not available" in capsys.readouterr().err
+    assert "scoring 'lmms_eval' is not available" in capsys.readouterr().err
     argv = ["diagnose", "--scoring", "lenient", "--no-generate"]
     assert cli.main([*argv, "--output", str(tmp_path / "f")]) == 2
     assert "--no-generate" in capsys.readouterr().err
