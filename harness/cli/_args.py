@@ -165,7 +165,7 @@ def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[di
                 own = build_task(name, args).settings().get("scoring")
             except Exception:  # noqa: BLE001 - fails without the mode too: the run reports it
                 continue
-            lacking.append(str(exc))
+            lacking.append(f"task {name!r}: {str(exc).removeprefix(f'task {name!r}: ')}")
             fix[name] = {"scoring": own}
     if lacking:
         raise ValueError(

@@ -98,17 +98,17 @@ def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
 
     seen = {}
     monkeypatch.setattr(mj, "run_protocol", lambda model, cfg, out: seen.update(cfg=cfg))
-    argv = ["run", "--scoring", "lmms_eval", "--output", str(tmp_path / "o")]  # the toy main job
+    tasks = "pope_mini,mmdocir_mini,vidstg,vidstg_mini"  # main job; vidstg's data is not read
+    argv = ["run", "--tasks", tasks, "--scoring", "lmms_eval", "--output", str(tmp_path / "o")]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "mmdocir_mini" in err  # lmms-eval has no MMDocIR
-    assert "refcocog_mini" not in err and "pope_mini" not in err  # these have lmms_eval
+    assert len(err.splitlines()) == 1 and "task 'vidstg'" in err and "task 'mmdocir_mini'" in err
+    assert "vidstg_mini" not in err and "pope_mini" not in err  # fixed rule / has lmms_eval
     suggested = shlex.split(err.partition("e.g. ")[2])
     assert suggested[0] == "--task-args" and not seen
     assert cli.main([*argv, *suggested]) == 0
     modes = {n: a.get("scoring") for n, a in seen["cfg"].task_args.items()}
-    assert modes["refcocog_mini"] == "lmms_eval" and modes["mmdocir_mini"] == "official"
-    assert modes["pope_mini"] == "lmms_eval" and "vidstg_mini" not in modes
+    assert modes == {"pope_mini": "lmms_eval", "mmdocir_mini": "official", "vidstg": "official"}
 
 
 def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
