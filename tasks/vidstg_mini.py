@@ -51,6 +51,7 @@ class VidSTGMini(MiniMixin, VidSTG):
         n: Samples per split.
         seed: Toy dataset seed.
         sentence_type: "declarative", "interrogative" or "all".
+        scoring: "official" (the default) or "lenient", as :class:`~tasks.vidstg.VidSTG`.
     """
 
     kind = "vidstg"
@@ -61,8 +62,9 @@ class VidSTGMini(MiniMixin, VidSTG):
         n: int = 100,
         seed: int = 0,
         sentence_type: Literal["declarative", "interrogative", "all"] = "all",
+        scoring: str = "official",
     ) -> None:
-        super().__init__(sentence_type=sentence_type)
+        super().__init__(sentence_type=sentence_type, scoring=scoring)
         self._init_mini(n, seed)
 
     def load(self, split: str | None = None, limit: int | None = None) -> list[VidSTGSample]:

@@ -45,14 +45,29 @@ def test_scoring_flag_records_exactly_what_task_args_record(tmp_path, says_yes_d
     assert via_flag["spec_resolved"]["tasks"] == via_args["spec_resolved"]["tasks"]
 
 
-def test_explicit_task_args_win_and_fixed_rule_tasks_are_left_alone(tmp_path, says_yes_dot):
+def test_explicit_task_args_win(tmp_path, says_yes_dot):
     args = json.dumps({"pope_mini": {"scoring": "lenient"}})
     res = _grid(tmp_path / "run", "--tasks", "pope_mini,mmmu_mini,vidstg_mini",
-                "--task-args", args, "--scoring", "lmms_eval")  # fmt: skip
+                "--task-args", args, "--scoring", "official")  # fmt: skip
     entries = {e["task"]: e for e in res["entries"]}
     assert entries["pope_mini"]["task_settings"]["scoring"] == "lenient"
-    assert entries["mmmu_mini"]["task_settings"]["scoring"] == "lmms_eval"
-    assert "scoring" not in entries["vidstg_mini"]["task_args"]  # one fixed rule: no modes
+    assert entries["mmmu_mini"]["task_settings"]["scoring"] == "official"
+    assert entries["vidstg_mini"]["task_args"] == {"scoring": "official"}
+
+
+def test_tasks_with_one_fixed_rule_are_left_alone(monkeypatch):
+    from harness.api.registry import TASKS
+    from harness.api.task import Task
+    from harness.cli._args import apply_scoring
+
+    class FixedRule(Task):  # e.g. a plugin task without a 'scoring' argument
+        def __init__(self, *, n: int = 1) -> None:
+            self.n = n
+
+    TASKS.discover()
+    monkeypatch.setitem(TASKS._entries, "fixed_rule", FixedRule)
+    pairs = [("fixed_rule", {"n": 2}), ("pope_mini", {})]
+    assert apply_scoring("lenient", pairs) == [{"n": 2}, {"scoring": "lenient"}]
 
 
 @pytest.mark.parametrize(
@@ -86,7 +101,8 @@ def test_main_job_passes_the_mode_to_every_task_with_modes(tmp_path, monkeypatch
     assert seen["cfg"].task_args == {
         "pope_mini": {"scoring": "official"},
         "mmmu_mini": {"scoring": "lenient"},
-    }  # vidstg_mini has one fixed rule: nothing added
+        "vidstg_mini": {"scoring": "lenient"},
+    }
 
 
 def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
@@ -103,12 +119,17 @@ def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "task 'vidstg'" in err and "task 'mmdocir_mini'" in err
-    assert "vidstg_mini" not in err and "pope_mini" not in err  # fixed rule / has lmms_eval
+    assert "task 'vidstg_mini'" in err and "pope_mini" not in err  # pope_mini has lmms_eval
     suggested = shlex.split(err.partition("e.g. ")[2])
     assert suggested[0] == "--task-args" and not seen
     assert cli.main([*argv, *suggested]) == 0
     modes = {n: a.get("scoring") for n, a in seen["cfg"].task_args.items()}
-    assert modes == {"pope_mini": "lmms_eval", "mmdocir_mini": "official", "vidstg": "official"}
+    assert modes == {
+        "pope_mini": "lmms_eval",
+        "mmdocir_mini": "official",
+        "vidstg": "official",
+        "vidstg_mini": "official",
+    }
 
 
 def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):

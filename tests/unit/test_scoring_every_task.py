@@ -1,0 +1,34 @@
+"""Every registered task takes ``scoring``, defaults to ``official`` and records the mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.api.registry import TASKS
+from harness.api.task import build_task
+from tasks._scoring import SCORING_MODES
+
+TASKS.discover()
+NAMES = sorted(TASKS.names())
+#: lmms-eval 0.7.3 ships no VidSTG and no MMDocIR task.
+NO_LMMS = {"vidstg", "vidstg_mini", "mmdocir", "mmdocir_mini"}
+
+
+def test_every_benchmark_is_here():
+    real = {"pope", "mmmu", "mlvu", "videomme", "refcocog", "vidstg", "mmlongbench_doc", "mmdocir"}
+    assert real <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_official_is_the_default_and_recorded(name):
+    assert build_task(name).settings()["scoring"] == "official"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mode", SCORING_MODES)
+def test_each_mode_is_taken_and_recorded_or_refused_by_name(name, mode):
+    if mode == "lmms_eval" and name in NO_LMMS:
+        with pytest.raises(ValueError, match="lmms-eval 0.7.3 has no such task"):
+            build_task(name, {"scoring": mode})
+        return
+    assert build_task(name, {"scoring": mode}).settings()["scoring"] == mode
