@@ -117,9 +117,9 @@ SCORING_HELP = (
     "score every task under MODE: official, lmms_eval or lenient (docs/scoring.md). A task's "
     "own 'scoring' (--task-args, or a JSON task object in --tasks / --config) wins; a task "
     "that has modes but not MODE is refused before anything runs (the error names each such "
-    "task and the --task-args that go on); tasks with one fixed rule (no 'scoring' argument, "
-    "e.g. vidstg_mini) are left as they are. Recorded in each task's settings, as with "
-    "--task-args"
+    "task and the --task-args that go on); a plugin task with one fixed rule (no 'scoring' "
+    "argument) is left as it is; every built-in task has modes. Recorded in each task's "
+    "settings, as with --task-args"
 )
 
 
