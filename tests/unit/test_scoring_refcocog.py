@@ -125,3 +125,24 @@ def test_official_is_the_default_and_records_its_rule_table(name):
     for mode in ("lenient", "lmms_eval"):
         settings = build_task(name, {"scoring": mode}).settings()
         assert settings["scoring"] == mode and "official_rules" not in settings
+
+
+@pytest.mark.parametrize(("family", "score_"), [("internvl", 0.0), ("mock", 1.0)])
+def test_diagnose_scores_answers_under_the_adapters_family(family, score_):
+    from harness.probes.diagnose import _correctness
+    from harness.testing.mock import ScriptedAdapter
+
+    task = build_task("refcocog_mini", {})
+    doc = task.load(limit=1)[0]
+    request = task.request(doc)
+    w, h = request.images[0].size
+    b = doc.box
+    x1, y1, x2, y2 = (round(v * 1000) for v in (b.x1 / w, b.y1 / h, b.x2 / w, b.y2 / h))
+
+    class Scripted(ScriptedAdapter):
+        registry_name = family
+
+    # Qwen2-VL's "(x1,y1),(x2,y2)": InternVL's evaluator cannot read it, the lenient rule can.
+    adapter = Scripted(lambda r: f"({x1},{y1}),({x2},{y2})", box_convention="normalized_1000")
+    got = _correctness(adapter, task, doc, request, seed=0, threshold=0.5)
+    assert got["metric"] == "acc@0.5" and got["score"] == score_
