@@ -29,7 +29,9 @@ __all__ = [
     "load_adapter",
 ]
 
-BoxConvention = Literal["normalized", "normalized_1000", "pixels_resized", "pixels"]
+BoxConvention = Literal[
+    "normalized", "normalized_1000", "normalized_1000_auto", "pixels_resized", "pixels"
+]
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 12, 12.5, .1, 1e2
 _SEP = r"\s*,\s*"
@@ -90,7 +92,9 @@ def parse_box_text(
         text: Model output.
         image_size: (width, height) of the original image.
         convention: How the family writes coordinates: ``normalized`` in [0, 1],
-            ``normalized_1000`` integers in [0, 1000] (Qwen2-VL), ``pixels_resized``
+            ``normalized_1000`` integers in [0, 1000] (Qwen2-VL), ``normalized_1000_auto``
+            [0, 1000) integers, or [0, 1] fractions when the four numbers sum below 4
+            (InternVL, as its ``evaluate_grounding.py`` reads them), ``pixels_resized``
             absolute pixels of the resized image the model saw (Qwen2.5/3-VL),
             ``pixels`` absolute pixels of the original image.
         resized_size: (width, height) the model saw, for ``pixels_resized``.
@@ -103,6 +107,8 @@ def parse_box_text(
         return None
     x1, y1, x2, y2 = numbers
     width, height = image_size
+    if convention == "normalized_1000_auto":
+        convention = "normalized" if x1 + y1 + x2 + y2 < 4 else "normalized_1000"
     if convention == "normalized":
         sx, sy = width, height
     elif convention == "normalized_1000":

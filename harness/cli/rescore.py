@@ -81,6 +81,9 @@ def _parse_box(model: dict[str, Any]) -> Any:
     from harness.api.model import parse_box_text
 
     convention = model.get("box_convention") or "normalized"
+    if model.get("family") == "internvl" and convention == "normalized_1000":
+        # Recorded before the rule had a name; InternVL's adapter already read fractions then.
+        convention = "normalized_1000_auto"
     if convention != "pixels_resized":
         return lambda text, size: parse_box_text(text, size, convention)
     from harness.models.qwen_resize import resized_size

@@ -10,16 +10,16 @@ tile that covers it *and* in the thumbnail. Only the context tokens count as vis
 
 Video: every frame is one squashed tile, written ``Frame1: <img>…</img>`` lines by the
 processor's video path, which needs torchvision (``InternVLVideoProcessor``; the CPU tests use
-a PIL stand-in). Boxes are written as integers in [0, 1000) (``normalized_1000``; see
-:meth:`InternVLAdapter.parse_box`).
+a PIL stand-in). Boxes are written as integers in [0, 1000), read as [0, 1] fractions when
+the four numbers sum below 4 (``normalized_1000_auto``, the rule of InternVL's own
+``evaluate_grounding.py``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.api.model import box_numbers, parse_box_text
-from harness.api.payloads import Box, Request
+from harness.api.payloads import Request
 from harness.api.registry import model_family
 from harness.models._layout import FRAME, Layout, View, patch_spans
 from harness.models.llava import LlavaAdapter
@@ -89,18 +89,14 @@ class InternVLAdapter(LlavaAdapter):
     sum to 4 or more, else reads them as [0, 1] fractions; :meth:`parse_box` does the same.
     """
 
-    box_convention = "normalized_1000"
+    # [0, 1000) integers, or [0, 1] fractions when the four sum below 4: InternVL's own rule
+    # (evaluate_grounding.py). A named convention, so rescore reads boxes as the run did.
+    box_convention = "normalized_1000_auto"
 
     default_pretrained = "OpenGVLab/InternVL3-8B-hf"
     model_class: ClassVar[str] = "InternVLForConditionalGeneration"
     video_as = "video"
     crop_to_patches: ClassVar[bool] = True
-
-    def parse_box(self, text: str, image_size: tuple[int, int]) -> Box | None:
-        """Integers in [0, 1000) (sum ≥ 4), else [0, 1] fractions — InternVL's own rule."""
-        numbers = box_numbers(text)
-        small = numbers is not None and sum(numbers) < 4
-        return parse_box_text(text, image_size, "normalized" if small else "normalized_1000")
 
     def settings(self) -> dict[str, Any]:
         """Base settings plus tiling and the video preprocessing path."""

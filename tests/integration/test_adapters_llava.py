@@ -57,7 +57,7 @@ def test_registered_with_hub_defaults():
     assert LlavaOnevisionAdapter.default_pretrained == "llava-hf/llava-onevision-qwen2-7b-ov-hf"
     assert InternVLAdapter.default_pretrained == "OpenGVLab/InternVL3-8B-hf"
     for name in (*FAMILIES, "toy"):
-        want = "normalized_1000" if name == "internvl" else "normalized"
+        want = "normalized_1000_auto" if name == "internvl" else "normalized"
         assert MODEL_FAMILIES.get(name).box_convention == want
 
 

@@ -134,7 +134,7 @@ def internvl_boxes(monkeypatch):
         x1, y1, x2, y2 = (round(v * 1000) for v in (box.x1 / w, box.y1 / h, box.x2 / w, box.y2 / h))
         return f"[[{x1}, {y1}, {x2}, {y2}]]" if i % 2 == 0 else f"({x1},{y1}),({x2},{y2})"
 
-    adapter = _InternVLScripted(respond, box_convention="normalized_1000")
+    adapter = _InternVLScripted(respond, box_convention="normalized_1000_auto")
     MODEL_FAMILIES.discover()
     monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", _InternVLScripted)
     monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)

@@ -18,11 +18,27 @@ SIZE = tuple(DATA["image_size"])
 GOLD = parse_bbox_xywh(DATA["target"], "boxes.json")
 
 
+CONVENTIONS = {
+    "internvl": "normalized_1000_auto",
+    "qwen2_vl": "normalized_1000",
+    "llava": "normalized",
+}
+
+
 def parser(family: str):
-    if family == "internvl":  # the adapter's own rule; it reads no model state
-        return lambda text, size: InternVLAdapter.parse_box(None, text, size)  # type: ignore[arg-type]
-    convention = {"qwen2_vl": "normalized_1000", "llava": "normalized"}[family]
-    return lambda text, size: parse_box_text(text, size, convention)
+    return lambda text, size: parse_box_text(text, size, CONVENTIONS[family])
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=lambda c: f"{c['family']}:{c['output']}")
+def test_internvl_adapter_and_rescore_read_boxes_alike(case):
+    """The adapter's parse_box and rescore's parser (from the recorded settings) agree."""
+    from harness.cli.rescore import _parse_box
+
+    adapter = InternVLAdapter.__new__(InternVLAdapter)  # parse_box reads no model state
+    recorded = _parse_box({"family": "internvl", "box_convention": InternVLAdapter.box_convention})
+    assert adapter.parse_box(case["output"], SIZE) == recorded(case["output"], SIZE)
+    old = _parse_box({"family": "internvl", "box_convention": "normalized_1000"})  # before the name
+    assert old(case["output"], SIZE) == recorded(case["output"], SIZE)
 
 
 @pytest.mark.parametrize("case", DATA["cases"], ids=lambda c: f"{c['family']}:{c['output']}")
