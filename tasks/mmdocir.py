@@ -57,12 +57,7 @@ from harness.api.task import (
     Task,
     TaskLoadError,
 )
-from tasks._common import (
-    lazy_media,
-    load_rows,
-    open_image,
-    row_id,
-)
+from tasks._common import lazy_media, load_rows, open_image, row_id
 from tasks._mmdocir_data import DocIRSample, document_pages, question_sample
 from tasks._mmdocir_official import (
     LAYOUT_KS,
@@ -82,19 +77,19 @@ PAGE_METRICS = tuple(MetricDef(f"recall@{k}", True, f"gold pages in the first {k
 LAYOUT_METRICS = tuple(
     MetricDef(f"layout_recall@{k}", True, f"gold layouts hit by the first {k} regions") for k in KS
 )
-OFFICIAL_PAGE_METRICS = tuple(
-    MetricDef(f"recall@{k}", True, f"gold pages in the first {k} named (release's recall)")
-    for k in PAGE_KS
-) + tuple(
-    MetricDef(f"recall@{k}_macro", True, f"recall@{k} averaged over the ten domains")
-    for k in PAGE_KS
-)
-OFFICIAL_LAYOUT_METRICS = tuple(
-    MetricDef(f"layout_recall@{k}", True, f"gold layout area covered by the first {k} regions")
-    for k in LAYOUT_KS
-) + tuple(
-    MetricDef(f"layout_recall@{k}_macro", True, f"layout_recall@{k} over the ten domains")
-    for k in LAYOUT_KS
+
+
+def _with_macro(name: str, ks: tuple[int, ...], what: str) -> tuple[MetricDef, ...]:
+    """``name@k`` for each k (``what`` formatted with k), then each one's ten-domain macro."""
+    micro = tuple(MetricDef(f"{name}@{k}", True, what.format(k=k)) for k in ks)
+    return micro + tuple(
+        MetricDef(f"{m.name}_macro", True, f"{m.name} averaged over the ten domains") for m in micro
+    )
+
+
+OFFICIAL_PAGE_METRICS = _with_macro("recall", PAGE_KS, "gold pages in the first {k} named")
+OFFICIAL_LAYOUT_METRICS = _with_macro(
+    "layout_recall", LAYOUT_KS, "gold layout area covered by the first {k} regions"
 )
 ANNOTATIONS, PAGES = "MMDocIR_annotations.jsonl", "MMDocIR_pages.parquet"
 
