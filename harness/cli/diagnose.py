@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.diagnose_run import run_diagnose, table
     from harness.probes.record import ProbeError
+    from harness.run.outdir import OutputLock, check_writable
 
     tspecs = task_specs_from_args(args)
     if args.scoring is not None:
@@ -84,23 +85,25 @@ def run(args: argparse.Namespace) -> int:
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     for name in baselines:
         INTERVENTIONS.get(name)  # unknown baseline: usage error before loading the model
+    check_writable(args.output)
     adapter = load_model(args)
     try:
-        report = run_diagnose(
-            adapter,
-            tspecs,
-            args.output,
-            seed=args.seed,
-            energy=args.energy,
-            baselines=baselines,
-            baseline_layers=args.baseline_layers,
-            erope=not args.no_erope,
-            key_region=not args.no_key_region,
-            generate=not args.no_generate,
-            threshold=args.correct_threshold,
-            progress=not args.no_progress,
-            plots=not args.no_plots,
-        )
+        with OutputLock(args.output, "diagnose output directory"):  # one diagnose per directory
+            report = run_diagnose(
+                adapter,
+                tspecs,
+                args.output,
+                seed=args.seed,
+                energy=args.energy,
+                baselines=baselines,
+                baseline_layers=args.baseline_layers,
+                erope=not args.no_erope,
+                key_region=not args.no_key_region,
+                generate=not args.no_generate,
+                threshold=args.correct_threshold,
+                progress=not args.no_progress,
+                plots=not args.no_plots,
+            )
     except (ProbeError, TaskLoadError) as exc:
         print(f"headscope diagnose: {exc}", file=sys.stderr)
         return 1

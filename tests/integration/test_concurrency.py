@@ -135,3 +135,15 @@ def test_main_job_refuses_a_directory_another_job_holds(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"in use by another headscope run (pid {os.getpid()}" in err and "Traceback" not in err
     assert not (tmp_path / "job").exists()  # nothing was written
+
+
+@pytest.mark.parametrize("command", ["rank", "diagnose"])
+def test_probe_commands_refuse_a_directory_another_run_holds(tmp_path, capsys, command):
+    from harness.cli.main import main
+
+    out = tmp_path / command
+    with OutputLock(out):
+        assert main([command, "--tasks", "pope_mini", "--limit", "1", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"in use by another headscope run (pid {os.getpid()}" in err and "Traceback" not in err
+    assert not out.exists()  # nothing was written
