@@ -12,7 +12,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["shard_from_env", "init_process_group", "barrier", "gather_rows", "device_for_rank"]
+__all__ = [
+    "PeerRefused",
+    "agree",
+    "shard_from_env",
+    "init_process_group",
+    "barrier",
+    "gather_rows",
+    "device_for_rank",
+]
+
+
+class PeerRefused(ValueError):
+    """Another rank refused the run before it started (its message names the rank and why)."""
 
 
 def shard_from_env() -> tuple[int, int]:
@@ -41,6 +53,40 @@ def barrier() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
+
+
+def agree(failure: Exception | None) -> None:
+    """Share each rank's setup outcome with every rank; raise on all of them if any failed.
+
+    Every rank calls this once its checks are done (output directory, lock, data, model,
+    interventions). Without it a rank refused alone (e.g. rank 0 finding the directory locked)
+    leaves the others at the next barrier, where, unless a launcher agent stops them (a
+    hand-set ``RANK``/``WORLD_SIZE``, ``srun``), they die with a communication traceback
+    (gloo: "Connection closed by peer") or wait until the process group times out (NCCL).
+
+    Raises:
+        Exception: this rank's own ``failure``, unchanged.
+        PeerRefused: another rank failed; names the first such rank and its error.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        if failure is not None:
+            raise failure
+        return
+    mine = None if failure is None else f"{type(failure).__name__}: {failure}"
+    outcomes: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(outcomes, mine)
+    refused = [(rank, text) for rank, text in enumerate(outcomes) if text is not None]
+    if refused:
+        # Every rank stops here: leave the group now, so no rank's exit aborts a peer's
+        # communication threads (gloo aborts a process whose peer vanished mid-group).
+        dist.destroy_process_group()
+    if failure is not None:
+        raise failure
+    if refused:
+        rank, text = refused[0]
+        raise PeerRefused(f"rank {rank} refused the run, so this rank stops too: {text}")
 
 
 def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

@@ -211,28 +211,32 @@ def run_grid(
         from harness.api.registry import MODEL_FAMILIES
 
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
-    if rank == 0:
-        check_run_dir(out, spec.identity(), SPEC_FILE)
-    docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
     if world > 1:
         dist.init_process_group()
     lock = OutputLock(out) if rank == 0 else None
     started = False
     try:
-        if lock is not None:
-            lock.acquire()
-            if lock.stale:
-                print(f"headscope: note: taking over the lock of a run that did not finish "
-                      f"(pid {lock.stale.get('pid')}); resuming", file=sys.stderr)  # fmt: skip
-            check_run_dir(out, spec.identity(), SPEC_FILE)  # again, now that we hold the lock
-        if adapter is None:
-            from harness.api.model import load_adapter
+        try:  # checks that can fail on one rank alone: every rank learns the outcome (agree)
+            if rank == 0:
+                check_run_dir(out, spec.identity(), SPEC_FILE)
+            docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
+            if lock is not None:
+                lock.acquire()
+                if lock.stale:
+                    print(f"headscope: note: taking over the lock of a run that did not finish "
+                          f"(pid {lock.stale.get('pid')}); resuming", file=sys.stderr)  # fmt: skip
+                check_run_dir(out, spec.identity(), SPEC_FILE)  # again, now that we hold the lock
+            if adapter is None:
+                from harness.api.model import load_adapter
 
-            model_spec = spec.model
-            if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
-                model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
-            adapter = load_adapter(model_spec)
-        check_interventions(interventions, adapter)
+                model_spec = spec.model
+                if world > 1:  # one GPU per process: "cuda" means this rank's cuda:LOCAL_RANK
+                    model_spec = replace(model_spec, device=dist.device_for_rank(model_spec.device))
+                adapter = load_adapter(model_spec)
+            check_interventions(interventions, adapter)
+        except Exception as exc:
+            dist.agree(exc)
+        dist.agree(None)
         if rank == 0:
             write_json_atomic(out / SPEC_FILE, spec.identity())
         started = True

@@ -177,3 +177,42 @@ def test_crashed_rank_resumes_to_identical_results(tmp_path, model_args, single_
     _assert_round_robin(single_run, out)
     # rank 1 kept its logged rows verbatim (timings included): they were not recomputed
     assert shard1.read_text(encoding="utf-8").splitlines()[:2] == before
+
+
+def test_a_rank_refused_alone_stops_every_rank_without_a_launcher(tmp_path):
+    """Rank 0 finds the output directory locked; under a hand-set RANK/WORLD_SIZE (no torchrun
+    agent to stop the others) rank 1 used to die at the next barrier with gloo's "Connection
+    closed by peer" traceback (NCCL would wait for its timeout): now both exit 2, rank 1
+    naming rank 0's reason."""
+    import socket
+
+    from harness.run.outdir import OutputLock
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    out = tmp_path / "held"
+    args = ["-m", "harness", "run", "--tasks", "pope_mini", "--limit", "2"]
+    args += ["--interventions", "none", "--output", str(out)]
+    with OutputLock(out):
+        procs = [
+            subprocess.Popen(
+                [sys.executable, *args],
+                cwd=REPO,
+                env=_env(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for rank in (0, 1)
+        ]
+        try:
+            results = [p.communicate(timeout=240) for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
+    errs = [err for _, err in results]
+    assert [p.returncode for p in procs] == [2, 2], errs
+    assert f"in use by another headscope run (pid {os.getpid()}" in errs[0]
+    assert "rank 0 refused the run" in errs[1] and "in use by another headscope run" in errs[1]
+    assert "Traceback" not in errs[0] + errs[1]
