@@ -116,7 +116,7 @@ CASES = [
     ("main-job-limit-zero", _flags("run", "--limit", "0"), "--limit"),
     ("leaderboard-bench-strings", _bench_with_strings, "must be finite numbers"),
     ("leaderboard-output-is-file", _leaderboard_output_is_file, "File exists"),
-    ("diagnose-output-is-file", _diagnose_output_is_file, "File exists"),
+    ("diagnose-output-is-file", _diagnose_output_is_file, "is a file, not a directory"),
     ("rank-output-is-file", lambda tmp: (tmp / "o").write_text("x") and
      ["rank", "--tasks", "refcocog_mini", "--limit", "1"], "is a file"),
     ("rank-limit-zero", _flags("rank", "--tasks", "refcocog_mini", "--limit", "0"), "limit"),
