@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.api.kv import key_values
+
 __all__ = [
     "check_task_args",
     "SpecError",
@@ -336,15 +338,11 @@ def load_run_file(path: str | Path) -> RunSpec:
     return RunSpec.from_dict(data, where=f"run file {path.name}")
 
 
-def _scalar(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def parse_intervention(text: str) -> InterventionSpec:
-    """Parse ``name``, ``name:key=value,...`` or a JSON object ``{"name":..., "args":...}``."""
+    """Parse ``name``, ``name:key=value,...`` or a JSON object ``{"name":..., "args":...}``.
+
+    The ``key=value`` values are read by :mod:`harness.api.kv`, as ``--model_args`` are.
+    """
     text = text.strip()
     if text.startswith("{"):
         try:
@@ -353,17 +351,15 @@ def parse_intervention(text: str) -> InterventionSpec:
             raise SpecError(f"intervention JSON is malformed: {exc}") from None
     name, _, rest = text.partition(":")
     args: dict[str, Any] = {}
-    if rest:
-        for part in rest.split(","):
-            key, eq, value = part.partition("=")
-            if not eq or not key.strip():
-                raise SpecError(
-                    f"intervention {text!r}: expected key=value, got {part!r} "
-                    "(use the JSON form for lists or nested values)"
-                )
-            if key.strip() in args:
-                raise SpecError(f"intervention {text!r} sets {key.strip()!r} twice")
-            args[key.strip()] = _scalar(value.strip())
+    for key, part, value in key_values(rest) if rest else ():
+        if not key:
+            raise SpecError(
+                f"intervention {text!r}: expected key=value, got {part!r} "
+                '(or use the JSON form, e.g. \'{"name": ..., "args": {...}}\')'
+            )
+        if key in args:
+            raise SpecError(f"intervention {text!r} sets {key!r} twice")
+        args[key] = value
     if not name:
         raise SpecError(f"intervention {text!r} has no name")
     return InterventionSpec(name=name.strip(), args=args)

@@ -1,11 +1,8 @@
 """Typed values of the flags lmms-eval users type: ``--model_args``, ``--gen_kwargs``, ``--limit``.
 
 ``--model_args`` and ``--gen_kwargs`` take either a JSON object or lmms-eval's
-``key=value,key=value`` form. In the latter, commas inside brackets, braces or quotes do not
-split (``layers=[1,2]``, ``family_args={"a":1,"b":2}``), and each value is typed: ``true`` /
-``false`` (any case) are booleans, numbers are ints or floats, ``null`` is None, a JSON list or
-object is that list or object, a bracketed list of bare words (``[a,b]``) is a list of typed
-items, and anything else is a string. Light at import: json and math only.
+``key=value,key=value`` form, read by :mod:`harness.api.kv` (the same reading as
+``--interventions name:key=value``). Light at import: json only.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from harness.api.kv import key_values, split_top_level, typed_value
 from harness.api.specs import SpecError
 
 __all__ = [
@@ -25,43 +23,6 @@ __all__ = [
     "SCORING_HELP",
     "apply_scoring",
 ]
-
-
-def split_top_level(text: str, sep: str = ",") -> list[str]:
-    """Split ``text`` at ``sep`` outside brackets, braces and quotes."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def typed_value(text: str) -> Any:
-    """One ``key=value`` value with its type (see the module docstring)."""
-    text = text.strip()
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.startswith("[") and text.endswith("]"):
-        inner = text[1:-1].strip()
-        return [typed_value(x) for x in split_top_level(inner)] if inner else []
-    return text
 
 
 def parse_mapping(text: str | None, flag: str) -> dict[str, Any]:
@@ -84,17 +45,15 @@ def parse_mapping(text: str | None, flag: str) -> dict[str, Any]:
             raise SpecError(f"{flag} must be a JSON object or key=value,key=value")
         return value
     out: dict[str, Any] = {}
-    for part in split_top_level(text):
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        if not eq or not key:
+    for key, part, value in key_values(text):
+        if not key:
             raise SpecError(
-                f"{flag}: expected key=value, got {part.strip()!r} "
+                f"{flag}: expected key=value, got {part!r} "
                 "(or pass a JSON object, e.g. '{\"key\": value}')"
             )
         if key in out:
             raise SpecError(f"{flag}: key {key!r} given twice")
-        out[key] = typed_value(value)
+        out[key] = value
     return out
 
 

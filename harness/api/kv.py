@@ -1,0 +1,66 @@
+"""``key=value,key=value`` text: the short form of specs and flags, with typed values.
+
+Used by ``--interventions name:key=value,...`` (:func:`harness.api.specs.parse_intervention`)
+and by the lmms-eval style flags ``--model_args`` / ``--gen_kwargs`` / ``--task-args``
+(:func:`harness.cli._args.parse_mapping`), so both read the same text the same way. Commas
+inside brackets, braces or quotes do not split (``layers=[1,2]``, ``family_args={"a":1,"b":2}``),
+and each value is typed: ``true`` / ``false`` (any case) are booleans, numbers are ints or
+floats, ``null`` is None, a JSON list or object is that list or object, a bracketed list of bare
+words (``[a,b]``) is a list of typed items, and anything else is a string. Light: json only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["split_top_level", "typed_value", "key_values"]
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep`` outside brackets, braces and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def typed_value(text: str) -> Any:
+    """One ``key=value`` value with its type (see the module docstring)."""
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [typed_value(x) for x in split_top_level(inner)] if inner else []
+    return text
+
+
+def key_values(text: str) -> list[tuple[str, str, Any]]:
+    """``(key, part, typed value)`` for each ``key=value`` part of ``text``, in order.
+
+    ``key`` is "" when the part has no ``=`` or no key; callers name the offending ``part``.
+    """
+    out = []
+    for part in split_top_level(text):
+        key, eq, value = part.partition("=")
+        out.append((key.strip() if eq else "", part.strip(), typed_value(value)))
+    return out

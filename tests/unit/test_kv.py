@@ -1,0 +1,49 @@
+"""One reading of ``key=value`` text for --interventions and the lmms-eval style flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.api.kv import key_values, split_top_level, typed_value
+from harness.api.specs import SpecError, parse_intervention
+from harness.cli._args import parse_mapping
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", 1), ("0.1", 0.1), ("1e-3", 1e-3), ("true", True), ("False", False),
+        ("null", None), ("zero", "zero"), ("'a,b'", "a,b"), ("[1, 2]", [1, 2]),
+        ("[a,b]", ["a", "b"]), ('{"a": 1}', {"a": 1}), ("", ""),
+    ],
+)  # fmt: skip
+def test_typed_values(text, value):
+    assert typed_value(text) == value
+
+
+def test_commas_inside_brackets_quotes_and_braces_do_not_split():
+    assert split_top_level('a=[1,2],b="x,y",c={"p":1,"q":2}') == [
+        "a=[1,2]",
+        'b="x,y"',
+        'c={"p":1,"q":2}',
+    ]
+    assert key_values("k=1,oops") == [("k", "k=1", 1), ("", "oops", "")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["select=top,k=0.1,layers=[1,2],fast=True,seed=3", "seed=3,fast=true,layers=[1, 2]"],
+)
+def test_interventions_and_flags_read_key_values_alike(text):
+    spec = parse_intervention(f"ablate:{text}")
+    assert spec.args == parse_mapping(text, "--model_args")
+    assert spec.args["layers"] == [1, 2] and spec.args["fast"] is True and spec.args["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("ablate:k=1,k=2", "sets 'k' twice"), ("ablate:k=1,oops", "expected key=value, got 'oops'")],
+)
+def test_intervention_errors_name_the_part(text, message):
+    with pytest.raises(SpecError, match=message):
+        parse_intervention(text)
