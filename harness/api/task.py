@@ -193,6 +193,17 @@ class Task:
         raise KeyError(f"task {cls.registry_name!r} has no metric {name!r}")
 
 
+def grounded_tasks(names: Sequence[str] | None = None) -> list[str]:
+    """The grounded tasks (those giving evidence for RAM) among ``names``, in their order.
+
+    Args:
+        names: Registered task names; None = every registered task.
+    """
+    from harness.api.registry import TASKS
+
+    return [n for n in (TASKS.names() if names is None else names) if TASKS.get(n).grounded]
+
+
 def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
     """Instantiate a registered task with validated variant arguments.
 

@@ -62,10 +62,10 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
 
     text = args.tasks
     if text is None:  # the grounded mini tasks, in the toy's order
-        from harness.api.registry import TASKS
+        from harness.api.task import grounded_tasks
         from harness.run.main_job import mini_tasks
 
-        text = ",".join(n for n in mini_tasks() if TASKS.get(n).grounded)
+        text = ",".join(grounded_tasks(mini_tasks()))
     from harness.cli._args import split_top_level
 
     specs = [parse_task(item) for item in split_top_level(text) if item.strip()]

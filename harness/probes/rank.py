@@ -146,12 +146,11 @@ def probe_task(
     finally:
         items.close()
     if docs and no_evidence == len(docs):
-        from harness.api.registry import TASKS
+        from harness.api.task import grounded_tasks
 
-        grounded = [n for n in TASKS.names() if TASKS.get(n).grounded]
         raise ValueError(
             f"task {tspec.name!r} is not grounded (Task.evidence returned None); rank needs "
-            f"grounded tasks: {', '.join(grounded)}"
+            f"grounded tasks: {', '.join(grounded_tasks())}"
         )
     out.spec["n_skipped"] = len(out.skipped)
     return out

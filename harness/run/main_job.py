@@ -172,7 +172,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     """
     from harness.api.registry import MODEL_FAMILIES
     from harness.api.specs import SpecError
-    from harness.api.task import build_task
+    from harness.api.task import build_task, grounded_tasks
     from harness.run.evaluator import SPEC_FILE
     from harness.run.outdir import OutputLock, check_main_job_dir
 
@@ -181,12 +181,9 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     names = dict.fromkeys((*cfg.tasks, *(cfg.rank_tasks or ()), *cfg.diagnose_tasks))
     built = {n: build_task(n, _task_spec(n, 1, cfg).args) for n in names}
     if not (cfg.rank_tasks or any(built[n].grounded for n in cfg.tasks)):
-        from harness.api.registry import TASKS
-
-        grounded = ", ".join(n for n in TASKS.names() if TASKS.get(n).grounded)
         raise SpecError(
             f"the protocol ranks heads on grounded tasks, and none of {list(cfg.tasks)} is "
-            f"one; add one of {grounded}"
+            f"one; add one of {', '.join(grounded_tasks())}"
         )
     check_main_job_dir(out, SPEC_FILE)
     with OutputLock(out, "main job directory"):
@@ -195,8 +192,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
 
 def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.api.model import load_adapter
-    from harness.api.registry import TASKS
     from harness.api.specs import RunSpec
+    from harness.api.task import grounded_tasks
     from harness.probes.rank import format_report, run_rank
     from harness.run.evaluator import run_grid
     from harness.run.stages import (
@@ -213,7 +210,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     adapter = load_adapter(model_spec)  # a bad checkpoint fails here, before anything is written
     clock.record("load_s", time.perf_counter() - start, (out / "summary.json").exists())
 
-    rank_tasks = cfg.rank_tasks or tuple(n for n in cfg.tasks if TASKS.get(n).grounded)
+    rank_tasks = cfg.rank_tasks or tuple(grounded_tasks(cfg.tasks))
     _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
     ranking_path = out / "rank" / "ranking.json"
     with clock.stage("rank_s", done_before=ranking_path.exists()):

@@ -34,3 +34,12 @@ def test_each_mode_is_taken_and_recorded_or_refused_by_name(name, mode):
             build_task(name, {"scoring": mode})
         return
     assert build_task(name, {"scoring": mode}).settings()["scoring"] == mode
+
+
+def test_grounded_tasks_are_the_four_evidence_benchmarks_and_their_minis():
+    from harness.api.task import grounded_tasks
+
+    real = {"refcocog", "vidstg", "mmlongbench_doc", "mmdocir"}
+    minis = {"refcocog_mini", "vidstg_mini", "mmlongbench_mini", "mmdocir_mini"}
+    assert set(grounded_tasks(NAMES)) == real | minis
+    assert grounded_tasks(["pope", "mmdocir", "refcocog"]) == ["mmdocir", "refcocog"]
