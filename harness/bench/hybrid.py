@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.api.heads import Geometry
+from harness.bench import refuse_missing_device
 from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
 
 KERNEL_CHOICES = ("auto", "chunked", "reference", "flex", "flex_eager")
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.device == "cpu" or args.device.startswith("cuda")):
         parser.error(f"--device must be cpu or cuda, not {args.device!r}")
+    refuse_missing_device(parser, args.device)
     rows = run_bench(
         geometry=args.geometry, layers=args.layers,
         lengths=tuple(int(x) for x in args.lengths.split(",") if x),

@@ -17,6 +17,8 @@ import json
 import time
 from typing import Any
 
+from harness.bench import refuse_missing_device
+
 __all__ = ["run_mask_cost", "main"]
 
 
@@ -145,8 +147,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--seed", type=int, default=0, help="weights, inputs and lengths seed")
     args = parser.parse_args(argv)
-    if args.device.startswith("cuda") and not __import__("torch").cuda.is_available():
-        parser.error(f"--device {args.device}: no CUDA device here (use --device cpu)")
+    refuse_missing_device(parser, args.device)
     if not 1 <= args.min_length <= args.max_length or args.samples < 1:
         parser.error("need 1 ≤ --min-length ≤ --max-length and --samples ≥ 1")
     row = run_mask_cost(

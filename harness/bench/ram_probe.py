@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.bench import refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--output", default=None, help="also write the JSON object to this file")
     args = p.parse_args(argv)
+    refuse_missing_device(p, args.device)
     doc = run_bench(
         preset=args.preset, layers=args.layers,
         lengths=tuple(int(x) for x in args.lengths.split(",") if x.strip()),

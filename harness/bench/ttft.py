@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.bench import refuse_missing_device
+
 __all__ = ["MODELS", "build_config", "load_config_dict", "run_ttft", "synthetic_video", "main"]
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "configs"
@@ -347,8 +349,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         parser.error(f"unknown model(s) {unknown} (known: {sorted(MODELS)})")
     if args.frames < 2 or args.frame_size < 32:
         parser.error("need --frames ≥ 2 and --frame-size ≥ 32")
-    if args.device.startswith("cuda") and not __import__("torch").cuda.is_available():
-        parser.error(f"--device {args.device}: no CUDA device here (use --device cpu)")
+    refuse_missing_device(parser, args.device)
     for name in names:
         row = run_ttft(
             name, frames=args.frames, frame_size=args.frame_size, shrink=args.shrink,

@@ -32,6 +32,7 @@ __all__ = [
     "torch_dtype",
     "resolve_checkpoint",
     "check_device",
+    "missing_device",
     "processor_arg_names",
     "check_processor_args",
     "load_pretrained",
@@ -111,28 +112,34 @@ def resolve_checkpoint(spec: ModelSpec, default: str | None) -> tuple[str, dict[
     return path, {}
 
 
-def check_device(device: str | None) -> None:
-    """Refuse a CUDA device this machine does not have (before anything is loaded).
-
-    Raises:
-        SpecError: ``cuda``/``cuda:i`` without CUDA, or with fewer than ``i + 1`` devices.
-    """
+def missing_device(device: str | None) -> str | None:
+    """Why this machine lacks the CUDA ``device`` asked for, or None when it has it (or CPU)."""
     if not device or not str(device).startswith("cuda"):
-        return
+        return None
     import torch
 
     if not torch.cuda.is_available():
         build = torch.version.cuda or "none (a CPU-only build)"
-        raise SpecError(
+        return (
             f"device {device!r} asked for, but CUDA is not available here (torch "
-            f'{torch.__version__}, CUDA build {build}); pass "device": "cpu" or install a '
-            "CUDA build of torch"
+            f"{torch.__version__}, CUDA build {build})"
         )
     _, _, index = str(device).partition(":")
     if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
-        raise SpecError(
-            f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here"
-        )
+        return f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here"
+    return None
+
+
+def check_device(device: str | None) -> None:
+    """Refuse a CUDA device this machine does not have (before anything is loaded).
+
+    Raises:
+        SpecError: ``cuda``/``cuda:i`` without CUDA, or with fewer than ``i + 1`` devices
+            (:func:`missing_device`).
+    """
+    problem = missing_device(device)
+    if problem is not None:
+        raise SpecError(f'{problem}; pass "device": "cpu" or install a CUDA build of torch')
 
 
 def processor_arg_names(processor: Any) -> set[str]:

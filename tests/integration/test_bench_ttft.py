@@ -66,10 +66,14 @@ def test_bench_help_documents_every_flag(bench, capsys):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
-@pytest.mark.parametrize("bench", ["masks", "ttft"])
+@pytest.mark.parametrize("bench", ["masks", "ttft", "hybrid", "ram"])
 def test_bench_refuses_cuda_without_a_gpu(bench, capsys):
+    """Every bench with --device says it the way model loading does (check_device), at once."""
     from harness.cli import main as cli
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         cli.main(["bench", bench, "--device", "cuda"])
-    assert "no CUDA device here" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--device cuda: device 'cuda' asked for, but CUDA is not available here" in err
+    assert err.rstrip().endswith("use --device cpu")
