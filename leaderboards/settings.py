@@ -36,8 +36,9 @@ IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
 #: Model-dict keys that are records, not settings: the decoder geometry, and Qwen's image
 #: ``resize`` (its factor follows from the checkpoint, its pixel budgets are already recorded
 #: as ``image_min_pixels`` / ``image_max_pixels``; kept for ``headscope rescore``, so results
-#: written before it was recorded still sit in the same rows).
-_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry", "resize")
+#: written before it was recorded still sit in the same rows), and likewise its
+#: ``video_resize`` (budgets recorded as ``video_min_pixels`` / ``video_max_pixels``).
+_NOT_SETTINGS = (*IDENTITY_KEYS, "geometry", "resize", "video_resize")
 #: The scoring mode of results written before tasks recorded one.
 UNRECORDED_SCORING = "unrecorded"
 

@@ -18,7 +18,9 @@ frame ends, tubes as per-frame boxes, VidOR boxes as xyxy pixel boxes); one samp
 
 Request: ``num_frames`` frames sampled uniformly over ``used_segment``; the model answers
 ``"<start>-<end> [x1, y1, x2, y2]"`` with 0-based positions among the shown frames (end
-inclusive) and one box in the family's coordinate convention (parsed by the adapter).
+inclusive) and one box in the family's coordinate convention on a shown frame, parsed by the
+adapter as a box on a video frame (``ScoringContext.parse_video_box`` with the number of shown
+frames: Qwen2.5-VL's pixels are those of the frames as its *video* processor resized them).
 
 Scoring (``scoring``, recorded in settings): ``official`` (default) is TubeDETR's VidSTG
 evaluator (antoyang/TubeDETR ``datasets/vidstg_eval.py``) with the shown frames as its frame
@@ -246,7 +248,7 @@ class VidSTG(Task):
         """Temporal and spatio-temporal IoU under the scoring mode (see the module docstring)."""
         shown = self.shown_frames(sample)
         positions = parse_span(generation.text)
-        box = ctx.parse_box(generation.text, (sample.width, sample.height))
+        box = ctx.parse_video_box(generation.text, (sample.width, sample.height), len(shown))
         result = tube_scores(shown, sample.span, sample.tube, positions, box)
         evaluable = result is not None
         if self.scoring == "official":

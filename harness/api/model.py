@@ -190,6 +190,16 @@ class ModelAdapter:
         """The family's coordinate convention applied to model output."""
         return parse_box_text(text, image_size, self.box_convention)
 
+    def parse_video_box(
+        self, text: str, frame_size: tuple[int, int], num_frames: int
+    ) -> Box | None:
+        """:meth:`parse_box` for a box on a frame of a ``num_frames``-frame video.
+
+        The same as :meth:`parse_box` here; families whose coordinates depend on how the
+        video processor resized the frames (Qwen2.5-VL) override it.
+        """
+        return self.parse_box(text, frame_size)
+
 
 def load_adapter(spec: ModelSpec) -> ModelAdapter:
     """Instantiate the registered adapter named by ``spec.name``."""

@@ -106,11 +106,22 @@ class ScoringContext:
         family: Registry name of the model family (the results' ``model.family``), for
             scorers whose official rule is the family's own evaluator (RefCOCOg); None
             when unknown.
+        parse_video_box: ``(text, (width, height), num_frames)``: as ``parse_box`` for a box
+            on a frame of a video of ``num_frames`` frames, which the model saw through its
+            video processor (Qwen2.5-VL resizes frames by the video rule, not the image one).
+            Tasks that ask for boxes on video frames (VidSTG) call this one. When not given,
+            ``parse_box`` (the frame count ignored).
     """
 
     parse_box: Callable[[str, tuple[int, int]], Box | None]
     seed: int = 0
     family: str | None = None
+    parse_video_box: Callable[[str, tuple[int, int], int], Box | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.parse_video_box is None:
+            parse = self.parse_box
+            object.__setattr__(self, "parse_video_box", lambda text, size, _n: parse(text, size))
 
 
 def mean_stderr(values: Sequence[float]) -> tuple[float, float | None]:

@@ -14,9 +14,9 @@ merge it with results of another mode.
 
 Boxes (grounded tasks) are parsed with the ``box_convention`` recorded in the model
 settings; ``pixels_resized`` (Qwen2.5-VL) with the image ``resize`` parameters the adapter
-recorded from its processor (:mod:`harness.models.qwen_resize`, the function the adapter
-itself uses). Results written before ``resize`` was recorded are refused for grounded tasks,
-naming what is missing.
+recorded from its processor, and boxes on video frames (VidSTG) with its ``video_resize``
+(:mod:`harness.models.qwen_resize`, the functions the adapter itself uses). Results written
+before these were recorded are refused when such a box is parsed, naming what is missing.
 Light at import: argparse only.
 """
 
@@ -69,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 class ResizeUnrecorded(ValueError):
-    """Boxes in resized pixels, but the results file records no ``resize`` to undo it."""
+    """Boxes in resized pixels, but no recorded resize to undo it.
+
+    ``resize`` for boxes on images, ``video_resize`` for boxes on video frames.
+    """
 
 
 def _parse_box(model: dict[str, Any]) -> Any:
@@ -99,6 +102,37 @@ def _parse_box(model: dict[str, Any]) -> Any:
                 "task(s) with `headscope run`, or rescore the others with --tasks"
             )
         return parse_box_text(text, size, convention, resized_size=resized_size(size, resize))
+
+    return parse
+
+
+def _parse_video_box(model: dict[str, Any]) -> Any:
+    """The run's parser of boxes on video frames, ``(text, size, num_frames)``.
+
+    ``pixels_resized`` boxes are mapped back with the recorded ``video_resize`` through
+    :func:`harness.models.qwen_resize.video_resized_size`, the function the adapter uses.
+    """
+    from harness.api.model import parse_box_text
+
+    convention = model.get("box_convention") or "normalized"
+    if convention != "pixels_resized":
+        image = _parse_box(model)
+        return lambda text, size, _n: image(text, size)
+    from harness.models.qwen_resize import video_resized_size
+
+    resize = model.get("video_resize")
+
+    def parse(text: str, size: tuple[int, int], num_frames: int) -> Any:
+        if resize is None:
+            raise ResizeUnrecorded(
+                "rescore: the run's model settings record boxes in 'pixels_resized' but no "
+                "'video_resize' (results written before headscope recorded the Qwen video "
+                "resize), so boxes on video frames cannot be mapped back without the processor: "
+                "rerun the video grounding task(s) with `headscope run`, or rescore the others "
+                "with --tasks"
+            )
+        resized = video_resized_size(size, num_frames, resize)
+        return parse_box_text(text, size, convention, resized_size=resized)
 
     return parse
 
@@ -134,7 +168,12 @@ def rescore(
         raise FileNotFoundError(f"rescore: no {results_name} in {str(root)!r}")
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
-    ctx = ScoringContext(_parse_box(old.model), seed, family=old.model.get("family"))
+    ctx = ScoringContext(
+        _parse_box(old.model),
+        seed,
+        family=old.model.get("family"),
+        parse_video_box=_parse_video_box(old.model),
+    )
     unknown = sorted((set(tasks or ()) | set(task_args or {})) - {e.task for e in old.entries})
     if unknown:
         raise ValueError(f"rescore: task(s) {unknown} not in {source}")

@@ -4,9 +4,12 @@ Visual tokens as Qwen2-VL (28-px merged cells, frame pairs; see :mod:`harness.mo
 The vision tower's window attention reorders patches internally but restores the order
 before the merger, so tokens stay row-major over cells.
 
-Answer coordinates: Qwen2.5-VL grounds in absolute pixels of the *resized* image it saw
+Answer coordinates: Qwen2.5-VL grounds in absolute pixels of the *resized* input it saw
 (``pixels_resized``), so :meth:`Qwen2_5_VLAdapter.parse_box` recomputes that size from the
-image processor's own ``smart_resize`` and its configured min/max pixels.
+image processor's own ``smart_resize`` and its configured min/max pixels. A box on a *video
+frame* is in pixels of the frame as the **video** processor resized it (its own budget, and a
+per-frame cap that depends on the frame count when ``cap_pixels_per_frame`` is on):
+:meth:`Qwen2_5_VLAdapter.parse_video_box` uses that rule (:mod:`harness.models.qwen_resize`).
 
 Video time: M-RoPE's temporal positions use ``second_per_grid_ts``; HF derives it from the
 video metadata's ``sampled_fps``, which only approximates the rate of frames sampled from a
@@ -56,3 +59,10 @@ class Qwen2_5_VLAdapter(QwenVLAdapter):
         return parse_box_text(
             text, image_size, "pixels_resized", resized_size=self.resized_size(image_size)
         )
+
+    def parse_video_box(
+        self, text: str, frame_size: tuple[int, int], num_frames: int
+    ) -> Box | None:
+        """Parse a box in pixels of a frame as the video processor resized it (``num_frames``)."""
+        resized = self.video_resized_size(frame_size, num_frames)
+        return parse_box_text(text, frame_size, "pixels_resized", resized_size=resized)

@@ -82,6 +82,8 @@ class QwenVLAdapter(HFAdapter):
     """Shared Qwen-VL logic: video metadata, token spans, resized sizes."""
 
     model_class: ClassVar[str] = "Qwen2VLForConditionalGeneration"
+    #: The video processor's resize rule (:mod:`harness.models.qwen_resize`).
+    video_resize_rule: ClassVar[str] = qwen_resize.VIDEO_RESIZE_QWEN2
 
     # -- inputs ------------------------------------------------------------------------
     def processor_kwargs(self, requests: list[Request]) -> dict[str, Any]:
@@ -90,11 +92,13 @@ class QwenVLAdapter(HFAdapter):
         return {"video_metadata": metas, "do_sample_frames": False} if metas else {}
 
     def settings(self) -> dict[str, Any]:
-        """Base settings, the pixel budgets actually in the processor, and its image resize.
+        """Base settings, the pixel budgets actually in the processor, and its resizes.
 
-        ``resize`` (:func:`harness.models.qwen_resize.resize_record`) is what
-        :meth:`resized_size` computes with, so ``headscope rescore`` can map boxes written in
-        resized pixels back without the processor.
+        ``resize`` (:func:`harness.models.qwen_resize.resize_record`) and ``video_resize``
+        (:func:`~harness.models.qwen_resize.video_resize_record`) are what
+        :meth:`resized_size` and :meth:`video_resized_size` compute with, so
+        ``headscope rescore`` can map boxes written in resized pixels back without the
+        processor.
         """
         out = super().settings()
         for kind in ("image", "video"):
@@ -104,7 +108,14 @@ class QwenVLAdapter(HFAdapter):
             out[f"{kind}_max_pixels"] = size.get("longest_edge")
         if getattr(self.processor, "image_processor", None) is not None:
             out["resize"] = qwen_resize.resize_record(self.processor.image_processor)
+        if getattr(self.processor, "video_processor", None) is not None:
+            out["video_resize"] = self._video_resize()
         return out
+
+    def _video_resize(self) -> dict[str, Any]:
+        return qwen_resize.video_resize_record(
+            self.processor.video_processor, self.video_resize_rule
+        )
 
     # -- geometry of the visual tokens ------------------------------------------------------
     def _patch_merge(self, video: bool) -> tuple[int, int]:
@@ -119,6 +130,14 @@ class QwenVLAdapter(HFAdapter):
         """
         record = qwen_resize.resize_record(self.processor.image_processor)
         return qwen_resize.resized_size(image_size, record)
+
+    def video_resized_size(self, frame_size: tuple[int, int], num_frames: int) -> tuple[int, int]:
+        """(width, height) each frame of a ``num_frames``-frame video is resized to.
+
+        The video processor's own rule and budget (:func:`qwen_resize.video_resized_size`),
+        not the still-image one: the function ``headscope rescore`` uses.
+        """
+        return qwen_resize.video_resized_size(frame_size, num_frames, self._video_resize())
 
     def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
         """Ω(V*) (covered visual tokens), instruction and all visual positions of ``request``.

@@ -13,12 +13,15 @@ Qwen3-VL 2D-grounding cookbook and the maintainers' notes say so ("Qwen3-VL's de
 system has been changed from the absolute coordinates used in Qwen2.5-VL to relative
 coordinates ranging from 0 to 1000", quoted in QwenLM/Qwen3-VL issue #1741; issue #1486 and
 ms-swift PR #6178 agree). transformers itself does not parse boxes, so the cookbook is the
-reference.
+reference. Boxes on video frames are in the same [0, 1000] units, so no resize is needed to
+read them; the video resize (Qwen3-VL's own 3-D ``smart_resize`` over the clip) is still
+recorded in the settings (``video_resize``).
 """
 
 from __future__ import annotations
 
 from harness.api.registry import model_family
+from harness.models import qwen_resize
 from harness.models.qwen2_vl import QwenVLAdapter
 
 __all__ = ["Qwen3VLAdapter"]
@@ -31,3 +34,4 @@ class Qwen3VLAdapter(QwenVLAdapter):
     box_convention = "normalized_1000"
     default_pretrained = "Qwen/Qwen3-VL-4B-Instruct"
     model_class = "Qwen3VLForConditionalGeneration"
+    video_resize_rule = qwen_resize.VIDEO_RESIZE_QWEN3

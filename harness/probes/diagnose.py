@@ -245,7 +245,12 @@ def _correctness(adapter, task, doc, request, seed: int, threshold: float) -> di
 
     metric = task.metrics[0].name
     generation = adapter.generate([request])[0]
-    ctx = ScoringContext(adapter.parse_box, seed, family=adapter.registry_name or None)
+    ctx = ScoringContext(
+        adapter.parse_box,
+        seed,
+        family=adapter.registry_name or None,
+        parse_video_box=getattr(adapter, "parse_video_box", None),
+    )
     scores = task.score(doc, generation, ctx)
     value = scores.get(metric)
     text = generation.text[:200]  # enough to eyeball the answer in the file

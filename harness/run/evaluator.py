@@ -74,7 +74,12 @@ def _run_cell(
     done = _done_ids(log, spec.skip_bad_docs)
     rank, world = shard
     pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
-    ctx = ScoringContext(adapter.parse_box, spec.seed, family=adapter.registry_name or None)
+    ctx = ScoringContext(
+        adapter.parse_box,
+        spec.seed,
+        family=adapter.registry_name or None,
+        parse_video_box=getattr(adapter, "parse_video_box", None),
+    )
     counters = {"skipped": 0, "generated": 0}
     bar = Progress(len(docs), desc, initial=len(docs) - len(pending))  # a line when not a TTY
     try:  # the bar is cleared before any error is printed

@@ -13,3 +13,14 @@ def test_resize_record_does_not_split_results_of_the_same_settings():
     assert model_settings(after) == model_settings(before)
     assert model_settings(before)["image_max_pixels"] == 12845056  # budgets still compared
     assert model_settings({**before, "image_max_pixels": 1003520}) != model_settings(before)
+
+
+def test_video_resize_record_does_not_split_results_of_the_same_settings():
+    before = {"family": "qwen2_5_vl", "pretrained": "Qwen/Qwen2.5-VL-7B-Instruct",
+              "box_convention": "pixels_resized", "video_min_pixels": 3136,
+              "video_max_pixels": 12845056}  # fmt: skip
+    video_resize = {"rule": "transformers...Qwen2VLVideoProcessor.resize", "factor": 28,
+                    "temporal_factor": 2, "min_pixels": 3136, "max_pixels": 12845056,
+                    "cap_pixels_per_frame": False, "max_video_tokens": 128000}  # fmt: skip
+    assert model_settings({**before, "video_resize": video_resize}) == model_settings(before)
+    assert model_settings({**before, "video_max_pixels": 602112}) != model_settings(before)
