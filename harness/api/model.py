@@ -95,7 +95,7 @@ def parse_box_text(
             ``normalized_1000`` integers in [0, 1000] (Qwen2-VL), ``normalized_1000_auto``
             [0, 1000) integers, or [0, 1] fractions when the four numbers sum below 4
             (InternVL, as its ``evaluate_grounding.py`` reads them), ``pixels_resized``
-            absolute pixels of the resized image the model saw (Qwen2.5/3-VL),
+            absolute pixels of the resized image the model saw (Qwen2.5-VL),
             ``pixels`` absolute pixels of the original image.
         resized_size: (width, height) the model saw, for ``pixels_resized``.
 
