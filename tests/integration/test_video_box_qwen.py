@@ -84,6 +84,10 @@ CONFIGS = {
             "max_video_tokens": 700,
         },
     ),  # fmt: skip
+    "small total, cap unset": (  # the installed default of cap_pixels_per_frame, on 3 frames
+        "qwen2",
+        {"min_pixels": 3136, "max_pixels": 12845056, "max_video_tokens": 700},
+    ),
     "qwen3-vl": ("qwen3", {"size": {"shortest_edge": 4096, "longest_edge": 25165824}}),
     "qwen3-vl capped": (
         "qwen3",
@@ -189,7 +193,7 @@ def _outcome(parse, *args):
         return f"ValueError: {exc}"
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl", "qwen2_vl"])
 def test_rescore_parses_video_boxes_as_the_adapter_does(family):
     ad = adapter(family)
     parse = _parse_video_box(_settings(ad))
@@ -206,8 +210,22 @@ def test_rescore_parses_video_boxes_as_the_adapter_does(family):
     assert compared > 500
     if family == "qwen2_5_vl":  # video budget below the image one: most boxes move
         assert moved > 100
-    else:  # [0, 1000] units: no resize, the video box is the image box
+    else:  # [0, 1000] units (Qwen3-VL, Qwen2-VL): no resize, the video box is the image box
         assert moved == 0
+
+
+def test_results_without_video_resize_refuse_only_video_boxes():
+    from harness.cli.rescore import ResizeUnrecorded, _parse_box
+
+    settings = _settings(adapter("qwen2_5_vl"))
+    del settings["video_resize"]
+    parse_video = _parse_video_box(settings)  # building it is fine: nothing parsed yet
+    assert _parse_box(settings)("[0, 0, 28, 28]", (56, 56)) == Box(0.0, 0.0, 28.0, 28.0)
+    with pytest.raises(ResizeUnrecorded, match="no 'video_resize'"):
+        parse_video("0-1 [0, 0, 28, 28]", (56, 56), 4)
+    settings["video_resize"] = {**_settings(adapter("qwen2_5_vl"))["video_resize"], "rule": "x.y"}
+    with pytest.raises(ValueError, match="unknown video resize rule"):
+        _parse_video_box(settings)("[1, 2, 3, 4]", (100, 100), 4)
 
 
 def test_adapter_video_size_is_the_loaded_processors_grid():
