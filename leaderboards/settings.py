@@ -37,8 +37,11 @@ IDENTITY_KEYS = ("pretrained", "checkpoint", "name", "family")
 #: ``resize`` (its factor follows from the checkpoint, its pixel budgets are already recorded
 #: as ``image_min_pixels`` / ``image_max_pixels``; kept for ``headscope rescore``, so results
 #: written before it was recorded still sit in the same rows), and likewise its
-#: ``video_resize`` (budgets recorded as ``video_min_pixels`` / ``video_max_pixels``).
+#: ``video_resize`` (budgets recorded as ``video_min_pixels`` / ``video_max_pixels``) — except
+#: its per-frame cap (:data:`_VIDEO_CAP`), which changes the frames a video model sees and is
+#: recorded nowhere else, so runs with the cap on and off never share a row.
 _NOT_SETTINGS = (*IDENTITY_KEYS, "geometry", "resize", "video_resize")
+_VIDEO_CAP = ("cap_pixels_per_frame", "max_video_tokens")
 #: The scoring mode of results written before tasks recorded one.
 UNRECORDED_SCORING = "unrecorded"
 
@@ -83,7 +86,11 @@ def model_settings(model: Any) -> dict[str, Any]:
     """The adapter settings of a model dict, without its identity and geometry."""
     if not isinstance(model, dict):
         return {}
-    return flatten({k: v for k, v in model.items() if k not in _NOT_SETTINGS})
+    kept = {k: v for k, v in model.items() if k not in _NOT_SETTINGS}
+    video = model.get("video_resize")
+    if isinstance(video, dict) and video.get("cap_pixels_per_frame"):
+        kept["video_resize"] = {k: video.get(k) for k in _VIDEO_CAP}
+    return flatten(kept)
 
 
 def combine(*parts: dict[str, Any]) -> dict[str, Any]:
