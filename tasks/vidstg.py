@@ -227,6 +227,14 @@ class VidSTG(Task):
             video = sample_frames(
                 path, self.num_frames, start=sample.segment[0], end=sample.segment[1]
             )
+        size = video.frames[0].size if video.frames else None
+        if size is not None and tuple(size) != (sample.width, sample.height):
+            # Boxes, tubes and the model's resize all use the annotation's size.
+            raise SampleError(
+                f"vidstg doc {sample.doc_id}: the decoded frames are {size[0]}×{size[1]} but the "
+                f"annotation says {sample.width}×{sample.height}; boxes would be mapped at the "
+                "wrong size"
+            )
         self._shown[sample.doc_id] = video.frame_indices
         return Request(text=self.prompt(sample, len(expected)), video=video, max_new_tokens=48)
 

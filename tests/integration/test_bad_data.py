@@ -64,6 +64,11 @@ def _vidstg_tube_outside(entries):
     return [*entries[:2], entries[2] | {"width": 4, "height": 6}]
 
 
+def _vidstg_size_not_the_video_s(entries):
+    e = entries[2]
+    return [*entries[:2], e | {"width": 2 * e["width"], "height": 2 * e["height"]}]
+
+
 def _mmlongbench_zero_page(rows):
     return [rows[0] | {"evidence_pages": "[0]"}, *rows[1:]]
 
@@ -111,6 +116,9 @@ CASES = [
     ("vidstg-tube-outside-frame", "vidstg",
      _vidstg(_vidstg_tube_outside),
      r"entry 2 .*wholly outside the 4×6 frame", 4, 1, True),
+    ("vidstg-annotated-size-not-the-video-s", "vidstg",
+     _vidstg(_vidstg_size_not_the_video_s),
+     r"decoded frames are \d+×\d+ but the annotation says \d+×\d+", 4, 1, False),
     ("mmlongbench-zero-page", "mmlongbench_doc",
      _image_doc(LONG, mutate=_mmlongbench_zero_page),
      r"mmlongbench_doc row 0.*1-based", 5, 1, True),
