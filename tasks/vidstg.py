@@ -21,6 +21,9 @@ Request: ``num_frames`` frames sampled uniformly over ``used_segment``; the mode
 inclusive) and one box in the family's coordinate convention on a shown frame, parsed by the
 adapter as a box on a video frame (``ScoringContext.parse_video_box`` with the number of shown
 frames: Qwen2.5-VL's pixels are those of the frames as its *video* processor resized them).
+Boxes, tubes and that resize use the annotation's ``width`` × ``height``: a video whose decoded
+frames have another size is bad data (an error naming the sample, or a counted skip with
+``--skip-bad-docs``).
 
 Scoring (``scoring``, recorded in settings): ``official`` (default) is TubeDETR's VidSTG
 evaluator (antoyang/TubeDETR ``datasets/vidstg_eval.py``) with the shown frames as its frame
