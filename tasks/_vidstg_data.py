@@ -29,17 +29,29 @@ __all__ = [
 ]
 
 SENTENCE_TYPES = ("declarative", "interrogative")
+# "A-B", "A to B", ... and the same in other languages ("2 bis 6", "2 al 6", "2 à 6",
+# "第2帧到第6帧", "2から6", "с 2 по 6"); an optional frame word may sit before B.
 _SPAN = re.compile(
-    r"(\d+)\s*(?:-|–|—|,|to|through|thru|until|till|and)\s*(?:frames?\s*(?:number\s*)?)?(\d+)",
+    r"(\d+)\s*(?:帧|幀)?\s*(?:-|–|—|~|～|〜|,|，|to|through|thru|until|till|and|bis|al|a|à|au"
+    r"|hasta|até|до|по|到|至|から)\s*(?:frames?\s*(?:number\s*)?|第\s*)?(\d+)",
     re.I,
 )
 _ONE = re.compile(r"\d+")
-# Boxes in any written form: "[..]", "(x1,y1),(x2,y2)", "<|box_start|>..<|box_end|>".
+# Boxes in any written form: "[..]" with three or more numbers ("[2, 6]" is a span),
+# "(x1,y1),(x2,y2)", "<|box_start|>..<|box_end|>".
 _BOXES = re.compile(
     r"<\|box_start\|>.*?<\|box_end\|>|\[[^\]]*\]"
     r"|\(\s*[-\d.eE+]+\s*,\s*[-\d.eE+]+\s*\)\s*,?\s*\(\s*[-\d.eE+]+\s*,\s*[-\d.eE+]+\s*\)",
     re.S,
 )
+_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+
+
+def _drop_box(match: re.Match[str]) -> str:
+    text = match.group()
+    if text.startswith("[") and len(_NUMBER.findall(text)) < 3:
+        return text  # "[2, 6]" or "[2-6]": a span in brackets, not a box
+    return " "
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +195,15 @@ def _tube(trajectories: Sequence[Any], tid: int, span: tuple[int, int], where: s
 def parse_span(text: str) -> tuple[int, int] | None:
     """Frame positions ``(start, end)`` from a reply such as ``"<start>-<end> [...]"``, or None.
 
-    Every box (``[..]``, ``(x1,y1),(x2,y2)``, ``<|box_start|>..<|box_end|>``) is removed
-    first, wherever it stands, so a box before the span does not hide it. The span is the
-    first "A-B", "A–B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before
-    B: "Frame 3 through frame 7" is (3, 7)); else a lone number is a one-frame span. Reversed
-    ends are swapped; None means no number outside the boxes.
+    Every box (``[..]`` holding three or more numbers, ``(x1,y1),(x2,y2)``,
+    ``<|box_start|>..<|box_end|>``) is removed first, wherever it stands, so a box before the
+    span does not hide it ("[2, 6]" stays: a span in brackets). The span is the first "A-B",
+    "A–B", "A~B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before B:
+    "Frame 3 through frame 7" is (3, 7)) or the same in other languages ("2 bis 6", "2 al 6",
+    "2 à 6", "2 a 6", "第2帧到第6帧", "2から6", "с 2 по 6"); else the first lone number is a
+    one-frame span. Reversed ends are swapped; None means no number outside the boxes.
     """
-    head = _BOXES.sub(" ", text)
+    head = _BOXES.sub(_drop_box, text)
     match = _SPAN.search(head)
     if match:
         a, b = int(match.group(1)), int(match.group(2))

@@ -28,8 +28,15 @@ frames have another size is bad data (an error naming the sample, or a counted s
 Scoring (``scoring``, recorded in settings): ``official`` (default) is TubeDETR's VidSTG
 evaluator (antoyang/TubeDETR ``datasets/vidstg_eval.py``) with the shown frames as its frame
 ids (:func:`tasks._vidstg_data.tubedetr_scores`): tIoU from the frame numbers of the predicted
-``[id[start], id[end] + 1)`` and gold spans, vIoU over the shown frames, every sentence
-counted. ``lenient`` (headscope's earlier rule) is below.
+``[id[start], id[end] + 1)`` and gold spans, vIoU over the shown frames, vIoU@R strictly
+above R, every sentence counted. Adaptations of the generative protocol: the frame ids are
+the shown frames (not TubeDETR's 5 fps sampling); the reply is read by :func:`parse_span`
+(first span outside the boxes; ends swapped, then clamped to the shown frames) and the one
+box is used on every frame; no span or no box scores 0 (TubeDETR always predicts both).
+TubeDETR's ``summarize`` reports per sentence type (the ``_declarative`` /
+``_interrogative`` metrics); the unsuffixed ones are its mean over all sentences. Every case
+of ``tests/data/scoring/modes_vidstg.json``, computed by running that evaluator, is matched
+exactly. ``lenient`` (headscope's earlier rule) is below.
 
 Lenient metrics (:func:`tasks._vidstg_data.tube_scores`), over the shown frames only: with
 ``P`` the shown positions the model names and ``G`` those whose source frame lies in
