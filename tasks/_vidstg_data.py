@@ -36,6 +36,10 @@ _SPAN = re.compile(
     r"|hasta|até|до|по|到|至|から)\s*(?:frames?\s*(?:number\s*)?|第\s*)?(\d+)",
     re.I,
 )
+# "Start: 2, End: 6", "starting at frame 2 and ending at frame 6".
+_LABELED = re.compile(
+    r"\bstart(?:s|ing)?\b[^\d]{0,24}?(\d+).{0,60}?\bend(?:s|ing)?\b[^\d]{0,24}?(\d+)", re.I | re.S
+)
 _ONE = re.compile(r"\d+")
 # Boxes in any written form: "[..]" with three or more numbers ("[2, 6]" is a span),
 # "(x1,y1),(x2,y2)", "<|box_start|>..<|box_end|>".
@@ -200,11 +204,14 @@ def parse_span(text: str) -> tuple[int, int] | None:
     span does not hide it ("[2, 6]" stays: a span in brackets). The span is the first "A-B",
     "A–B", "A~B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before B:
     "Frame 3 through frame 7" is (3, 7)) or the same in other languages ("2 bis 6", "2 al 6",
-    "2 à 6", "2 a 6", "第2帧到第6帧", "2から6", "с 2 по 6"); else the first lone number is a
-    one-frame span. Reversed ends are swapped; None means no number outside the boxes.
+    "2 à 6", "2 a 6", "第2帧到第6帧", "2から6", "с 2 по 6") or labelled ends ("Start: 2, End:
+    6", "starting at frame 2 and ending at frame 6"), whichever comes first; else the first
+    lone number is a one-frame span. Reversed ends are swapped; None means no number outside
+    the boxes.
     """
     head = _BOXES.sub(_drop_box, text)
-    match = _SPAN.search(head)
+    found = [m for m in (_SPAN.search(head), _LABELED.search(head)) if m]
+    match = min(found, key=lambda m: m.start()) if found else None
     if match:
         a, b = int(match.group(1)), int(match.group(2))
         return (min(a, b), max(a, b))
