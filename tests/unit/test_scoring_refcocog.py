@@ -146,3 +146,24 @@ def test_diagnose_scores_answers_under_the_adapters_family(family, score_):
     adapter = Scripted(lambda r: f"({x1},{y1}),({x2},{y2})", box_convention="normalized_1000")
     got = _correctness(adapter, task, doc, request, seed=0, threshold=0.5)
     assert got["metric"] == "acc@0.5" and got["score"] == score_
+
+
+LMMS_CASES = [c for c in CASES if c["rule"] == "lmms_eval"]
+
+
+@pytest.mark.parametrize("case", LMMS_CASES, ids=[c["output"][:40] for c in LMMS_CASES])
+def test_lmms_eval_mode_equals_lmms_evals_own_functions_on_every_case(case, monkeypatch):
+    """Where lmms-eval is installed: its refcoco process_result on each reply, live."""
+    pytest.importorskip("lmms_eval")
+    ref = pytest.importorskip("lmms_eval.tasks.refcocog.utils_rec")
+    w, h = case["size"]
+    x, y, bw, bh = case["target"]
+    gold = [x / w, y / h, (x + bw) / w, (y + bh) / h]  # its preprocess_dataset, from [x, y, w, h]
+    doc = {"answer": "x", "question_id": 1, "bbox": gold}
+    theirs = ref.refcoco_bbox_rec_process_result(doc, [case["output"]])
+    row = score("lmms_eval", case["output"], case["target"], case["size"], case["family"],
+                monkeypatch=monkeypatch)  # fmt: skip
+    for name, metric in (("miou", "IoU"), ("acc@0.5", "ACC@0.5"), ("center_acc", "Center_ACC")):
+        # its aggregation over this one document is the document's own value
+        want = ref.refcoco_bbox_rec_aggregation_result([theirs[f"refcoco_{metric}"]], metric)
+        assert row[name] == pytest.approx(want, abs=1e-12), name
