@@ -204,7 +204,12 @@ def run_grid(
     from harness.api.intervention import build_intervention
     from harness.run import distributed as dist
     from harness.run.outdir import OutputLock, check_run_dir
-    from harness.run.preflight import build_task_for, check_interventions, load_docs
+    from harness.run.preflight import (
+        build_task_for,
+        check_first_request,
+        check_interventions,
+        load_docs,
+    )
 
     rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
@@ -225,6 +230,8 @@ def run_grid(
             if rank == 0:
                 check_run_dir(out, spec.identity(), SPEC_FILE)
             docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
+            for tspec, task in tasks:
+                check_first_request(task, docs_of[id(task)], tspec)
             if lock is not None:
                 lock.acquire()
                 if lock.stale:

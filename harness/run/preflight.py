@@ -10,9 +10,9 @@ from typing import Any
 
 from harness.api.intervention import InterventionError
 from harness.api.specs import TaskSpec
-from harness.api.task import BadDataError, SampleError, Task, TaskLoadError, build_task
+from harness.api.task import BadDataError, BadDoc, SampleError, Task, TaskLoadError, build_task
 
-__all__ = ["build_task_for", "load_docs", "check_interventions"]
+__all__ = ["build_task_for", "load_docs", "check_first_request", "check_interventions"]
 
 FIX = BadDataError.FIX
 
@@ -42,6 +42,27 @@ def load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise BadDataError(f"task {tspec.name!r}: doc id {dup!r} appears twice in the data")
     return docs
+
+
+def check_first_request(task: Task, docs: list[Any], tspec: TaskSpec) -> None:
+    """Build the first document's request (reads its media) before anything is written.
+
+    A wrong media root (``image_root``, ``video_root``, ``doc_dir``) or unreadable media
+    fails every document alike; finding it here leaves no run directory behind. Only the
+    first document is read, so a bad one further on is still found when its turn comes.
+    Skipped under ``--skip-bad-docs`` (that run counts such documents instead).
+    """
+    if task.collect_bad_rows:
+        return
+    first = next((d for d in docs if not isinstance(d, BadDoc)), None)
+    if first is None:
+        return
+    try:
+        task.request(first)
+    except (SampleError, OSError) as exc:
+        raise BadDataError(
+            f"task {tspec.name!r}: doc {first.doc_id!r}, the first document: {exc}; {FIX}"
+        ) from None
 
 
 def check_interventions(interventions: list[tuple[Any, Any]], adapter: Any) -> None:

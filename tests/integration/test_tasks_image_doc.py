@@ -130,6 +130,16 @@ def test_mmlongbench_missing_pdf_error_or_counted_skip(fx, tmp_path):
     assert entry.n_skipped == 3 and entry.n_samples == 2 and len(adapter.calls) == 2
 
 
+def test_a_wrong_media_folder_is_refused_before_anything_is_written(fx, tmp_path):
+    (tmp_path / "empty").mkdir()
+    args = fx["mmlongbench_doc"] | {"doc_dir": str(tmp_path / "empty"), "dpi": 36}
+    spec = RunSpec(tasks=(TaskSpec("mmlongbench_doc", args=args),), output=str(tmp_path / "o"))
+    adapter = ScriptedAdapter(lambda r: "3")
+    with pytest.raises(BadDataError, match=r"the first document: .*not found"):
+        run_grid(spec, adapter)
+    assert not (tmp_path / "o").exists() and not adapter.calls  # nothing written, nothing run
+
+
 def test_mmdocir_page_level_end_to_end(fx, tmp_path):
     answers = {"chart on page 2": "2", "authors": "3, 2, 1", "table": "1"}
     got, adapter, entry = run(tmp_path, "mmdocir", fx["mmdocir"], by_text(answers))
