@@ -8,10 +8,12 @@ query rows (attention mass on the visual tokens, or mass the window would drop) 
 layer's ``budget`` units; the other heads are windowed. No ranking file is read.
 
 Budget: the same total as static ``hybrid`` at the same ``keep`` — ``n`` units
-(:meth:`harness.api.heads.Geometry.count` of the unit grid) — spread evenly over the layers
-(layer ``l`` keeps ``⌊(l+1)·n/L⌋ − ⌊l·n/L⌋`` units), because a layer must decide before the
-later layers have run. Static top-k may put several kept heads in one layer; adaptive never
-does, which is part of what the comparison measures.
+(:meth:`harness.api.heads.Geometry.count` of the unit grid). A layer must decide before the
+later layers have run, so the split over layers is fixed in advance: ``layer_budget="even"``
+spreads it evenly (layer ``l`` keeps ``⌊(l+1)·n/L⌋ − ⌊l·n/L⌋`` units; static top-k may put
+several kept heads in one layer, even adaptive never does); ``layer_budget="ranking"`` gives
+each layer as many units as the ranking's static top ``n`` has in it (the ranking says how
+many per layer, the input says which).
 
 Visual tokens are the positions of the model's image/video placeholder ids in this
 forward's ``input_ids`` (captured by :class:`~interventions._common.ForwardTap`); a sample
@@ -29,12 +31,28 @@ from harness.api.intervention import InterventionError
 from interventions._common import ForwardTap, installed
 from interventions._selection import _unit_geometry
 
-__all__ = ["layer_budgets", "attach_adaptive"]
+__all__ = ["layer_budgets", "ranked_layer_budgets", "attach_adaptive"]
 
 
 def layer_budgets(total: int, num_layers: int) -> list[int]:
     """``total`` units spread evenly over ``num_layers`` layers (sums to ``total``)."""
     return [(i + 1) * total // num_layers - i * total // num_layers for i in range(num_layers)]
+
+
+def ranked_layer_budgets(spec: Any, geometry: Any) -> list[int]:
+    """Per layer, how many of the ranking's top ``spec.keep`` units lie in it (static top-k)."""
+    from interventions._selection import load_scores, select_units
+
+    budgets = [0] * geometry.num_layers
+    if not spec.keep:
+        return budgets
+    scores = load_scores(spec.ranking, spec.ranking_task, geometry, "hybrid")
+    units = select_units(
+        geometry, "top", spec.keep, granularity=spec.granularity, scores=scores, who="hybrid"
+    )
+    for unit in units:
+        budgets[unit.layer] += 1
+    return budgets
 
 
 def _visual_source(model: Any, tap: ForwardTap, estimate: str) -> Any:
@@ -72,10 +90,11 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
 
     Yields:
         ``{"name", "select", "keep", "window", "sinks", "granularity", "rows", "estimate",
-        "budget_per_layer", "n_full", "n_windowed", "routed_samples", "fallback_samples",
-        "kept_share"}``; the last three are filled when the block ends: samples routed (per
-        layer), samples scored with ``far`` for lack of visual tokens, and per layer and
-        head the share of routed samples in which the head kept full attention.
+        "layer_budget", "ranking", "ranking_task", "budget_per_layer", "n_full", "n_windowed",
+        "routed_samples", "fallback_samples", "kept_share"}``; the last three are filled
+        when the block ends: samples routed (per layer), samples scored with ``far`` for lack
+        of visual tokens, and per layer and head the share of routed samples in which the
+        head kept full attention.
     """
     from harness.attention.plan import LayerPlan, Plan
     from harness.attention.route import Route, RouteLog
@@ -86,7 +105,10 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         total = units.count(spec.keep)
     except ValueError as err:
         raise InterventionError(f"hybrid: {err} ({spec.granularity} units)") from None
-    budgets = layer_budgets(total, geometry.num_layers)
+    if spec.layer_budget == "ranking":
+        budgets = ranked_layer_budgets(spec, geometry)
+    else:
+        budgets = layer_budgets(total, geometry.num_layers)
     unit = 1 if spec.granularity == "head" else geometry.group_size
     tap = ForwardTap(model)
     visual = _visual_source(model, tap, spec.estimate)
@@ -111,6 +133,9 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         "granularity": spec.granularity,
         "rows": spec.rows,
         "estimate": spec.estimate,
+        "layer_budget": spec.layer_budget,
+        "ranking": spec.ranking,
+        "ranking_task": spec.ranking_task,
         "budget_per_layer": budgets,
         "n_full": n_full,
         "n_windowed": geometry.num_total_heads - n_full,

@@ -13,8 +13,11 @@ cache when all query heads that read it are windowed.
 ``select="adaptive"`` needs no ranking: each layer chooses its full heads per input, at
 prefill, from a cheap online estimate computed inside the attention call (the last ``rows``
 query rows' attention to the visual tokens, ``estimate="visual"``, or the mass the window
-would drop, ``estimate="far"``), under the same total budget as ``keep`` spread evenly over
-the layers. See :mod:`interventions._adaptive` and :mod:`harness.attention.route`.
+would drop, ``estimate="far"``), under the same total budget as ``keep``, spread evenly over
+the layers (``layer_budget="even"``) or as the ranking's top ``keep`` units fall over the
+layers (``layer_budget="ranking"``: how many heads each layer keeps comes from the ranking,
+which heads from the input). See :mod:`interventions._adaptive` and
+:mod:`harness.attention.route`.
 """
 
 from __future__ import annotations
@@ -46,13 +49,16 @@ class Hybrid(Intervention):
         window_in_decode: Also window decode steps (default: prefill only, paper A).
         granularity: ``head`` or ``kv_group``.
         ranking: Path of a ranking file (``headscope rank``); required unless ``keep=0`` or
-            ``select="adaptive"``.
+            ``select="adaptive"`` with ``layer_budget="even"``.
         ranking_task: Task of the ranking; None = combined ranking.
         select: ``top`` (static: the ranking's top units) or ``adaptive`` (per input and
             layer, from an online estimate; no ranking).
         rows: Adaptive only: query rows of the estimate (the last ``rows`` of the prompt).
         estimate: Adaptive only: ``visual`` (attention mass on the visual tokens) or ``far``
             (attention mass outside the window).
+        layer_budget: Adaptive only: ``even`` (the budget spread evenly over the layers) or
+            ``ranking`` (each layer keeps as many units as the ranking's top ``keep`` has in
+            it; needs ``ranking``).
     """
 
     keep: float = 0.05
@@ -65,15 +71,18 @@ class Hybrid(Intervention):
     select: Literal["top", "adaptive"] = "top"
     rows: int = 8
     estimate: Literal["visual", "far"] = "visual"
+    layer_budget: Literal["even", "ranking"] = "even"
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
-        for key in ("granularity", "select", "estimate"):
+        for key in ("granularity", "select", "estimate", "layer_budget"):
             check_choice("hybrid", key, getattr(self, key), typing.get_args(hints[key]))
         if self.select == "adaptive":
             self._check_adaptive()
-        elif self.rows != 8 or self.estimate != "visual":
-            raise InterventionError("hybrid: rows and estimate apply to select='adaptive' only")
+        elif self.rows != 8 or self.estimate != "visual" or self.layer_budget != "even":
+            raise InterventionError(
+                "hybrid: rows, estimate and layer_budget apply to select='adaptive' only"
+            )
         if isinstance(self.keep, bool) or not isinstance(self.keep, int | float) or self.keep < 0:
             raise InterventionError(f"hybrid: keep must be a number ≥ 0, got {self.keep!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
@@ -86,10 +95,15 @@ class Hybrid(Intervention):
             )
 
     def _check_adaptive(self) -> None:
-        if self.ranking or self.ranking_task:
+        if self.layer_budget == "ranking" and self.keep and not self.ranking:
             raise InterventionError(
-                "hybrid: select='adaptive' chooses heads online and reads no ranking; "
-                "drop ranking/ranking_task (or use select='top')"
+                "hybrid: layer_budget='ranking' takes each layer's budget from a ranking; "
+                "pass ranking=<ranking file> (or use layer_budget='even')"
+            )
+        if self.layer_budget == "even" and (self.ranking or self.ranking_task):
+            raise InterventionError(
+                "hybrid: select='adaptive' chooses heads online and reads no ranking unless "
+                "layer_budget='ranking'; drop ranking/ranking_task (or use select='top')"
             )
         if self.window_in_decode:
             raise InterventionError(

@@ -239,7 +239,7 @@ def test_adaptive_arguments_are_checked():
     spec = build_intervention(parse_intervention("hybrid:select=adaptive,keep=0.25,window=3"))
     assert spec.select == "adaptive" and spec.ranking is None
     for bad, match in (
-        ({"ranking": "r.json"}, "reads no ranking"),
+        ({"ranking": "r.json"}, "reads no ranking"),  # unless layer_budget="ranking"
         ({"window_in_decode": True}, "prefill only"),
         ({"rows": 0}, "rows must be"),
         ({"estimate": "attention"}, "estimate"),
@@ -252,3 +252,53 @@ def test_adaptive_arguments_are_checked():
         Hybrid(keep=0, estimate="far")
     with pytest.raises(InterventionError, match="select"):
         Hybrid(select="best", keep=0)
+
+
+@pytest.mark.parametrize("granularity", ["head", "kv_group"])
+def test_ranked_layer_budget_puts_the_budget_where_the_static_top_k_is(
+    models, tmp_path, granularity
+):
+    """layer_budget='ranking': each layer keeps as many units as static top-k keeps there;
+    which ones is still chosen per input (equal to the eager reference)."""
+    from tests.integration._interventions_util import write_ranking
+
+    base, adapter = models
+    path = tmp_path / "ranking.json"
+    for seed in range(50):  # a ranking whose top-k is not split evenly over the layers
+        write_ranking(path, base, seed=seed)
+        static = Hybrid(keep=0.25, window=3, ranking=str(path), granularity=granularity)
+        with static.attach(adapter) as static_info:
+            pass
+        per_layer = [0] * adapter.geometry.num_layers
+        for unit in static_info["full_units"]:
+            per_layer[int(unit[1:].split("H" if granularity == "head" else "G")[0])] += 1
+        if per_layer != layer_budgets(sum(per_layer), len(per_layer)):
+            break
+    spec = Hybrid(select="adaptive", keep=0.25, window=3, ranking=str(path),
+                  layer_budget="ranking", granularity=granularity)  # fmt: skip
+    inp = visual_inputs(base, seed=7)
+    with spec.attach(adapter) as info:
+        fast = logits(adapter.model, inp)
+    assert info["budget_per_layer"] == per_layer and info["layer_budget"] == "ranking"
+    assert per_layer != layer_budgets(sum(per_layer), len(per_layer))  # differs from even
+    set_window_kernel("reference")
+    try:
+        with spec.attach(adapter) as ref_info:
+            ref = logits(adapter.model, inp)
+    finally:
+        set_window_kernel("chunked")
+    assert maxdiff(fast, ref, inp) <= 1e-5 and info["kept_share"] == ref_info["kept_share"]
+    unit = 1 if granularity == "head" else adapter.geometry.group_size
+    kept = [round(sum(share) * 2) for share in info["kept_share"]]  # 2 samples
+    assert kept == [2 * b * unit for b in per_layer]
+
+
+def test_ranked_layer_budget_arguments_are_checked():
+    with pytest.raises(InterventionError, match="pass ranking="):
+        Hybrid(select="adaptive", keep=0.1, layer_budget="ranking")
+    with pytest.raises(InterventionError, match="unless layer_budget='ranking'"):
+        Hybrid(select="adaptive", keep=0.1, ranking="r.json")
+    with pytest.raises(InterventionError, match="select='adaptive' only"):
+        Hybrid(keep=0.1, ranking="r.json", layer_budget="ranking")
+    with pytest.raises(InterventionError, match="layer_budget"):
+        Hybrid(select="adaptive", keep=0.1, layer_budget="best")
