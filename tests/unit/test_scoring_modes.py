@@ -326,3 +326,24 @@ def test_unknown_or_unavailable_modes_are_refused_with_a_hint():
 def test_mode_is_recorded_in_settings(name, mode):
     assert build_task(name, {"scoring": mode}).settings()["scoring"] == mode
     assert build_task(f"{name}_mini", {"scoring": mode}).settings()["scoring"] == mode
+
+
+def test_mlvu_official_m_avg_is_the_release_s_avg_over_the_types_seen():
+    """JUNJIE99/MLVU@fd060c1 evaluation/multiple_choice_evaluation/choice_bench.py, main():
+    ``acc_dict[task_type]`` counts [correct, total] per type met; ``final_res[k] = v[0] / v[1]
+    * 100``; ``Avg = sum / idx`` over those types only (two of the seven never occur here)."""
+    task, rows, acc = MLVU(), [], {}
+    for i, case in enumerate(load("mlvu")):
+        kind = MLVU_TYPES[i % len(MLVU_TYPES)]
+        row = task.score(mlvu_sample(case, i, kind), Generation(case["output"]), CTX)
+        rows.append(row)
+        counts = acc.setdefault(kind, [0, 0])
+        counts[0] += int(row["accuracy"])
+        counts[1] += 1
+    total, idx = 0.0, 0
+    for correct, seen in acc.values():  # the release's loop
+        idx += 1
+        total += correct / seen * 100
+    ours = {m.name: m.value for m in task.aggregate(rows)}
+    assert ours["m_avg"] * 100 == pytest.approx(total / idx, abs=1e-9)
+    assert 0 < total / idx < 100 and len(acc) == 5  # mixed outcomes; five of the seven types
