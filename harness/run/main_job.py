@@ -8,7 +8,8 @@ output directory:
 2. ``accuracy/`` — the accuracy grid: baseline, top-k / bottom-k / random-k head
    ablation at a few k (random: several seeded draws), SAP, and hybrid attention at a
    few keep fractions, static (the ranking's top heads) and input-adaptive
-   (``select=adaptive``, same keep);
+   (``select=adaptive``, same keep; budgets spread evenly, and from the ranking's per-layer
+   counts);
 3. ``bench_hybrid.json`` — dense vs hybrid prefill timing with the FLOP-model bound;
 4. ``diagnose/`` — eRank / RID / TME / MixIG per layer and module;
 5. ``leaderboards/`` — every table (md, csv, json, latex) and figure.
@@ -152,10 +153,12 @@ def _interventions(cfg: ProtocolConfig, ranking: Path, window: int) -> list[Any]
     for keep in cfg.hybrid_keep:
         args = {"keep": keep, "window": window, "ranking": str(ranking)}
         specs.append(InterventionSpec("hybrid", args))
-        # Input-adaptive routing at the same keep fraction: no ranking (issue 22).
-        specs.append(
-            InterventionSpec("hybrid", {"select": "adaptive", "keep": keep, "window": window})
-        )
+        # Input-adaptive routing at the same keep fraction: no ranking (issue 22), and with
+        # the ranking's per-layer counts as the layers' budgets.
+        adaptive = {"select": "adaptive", "keep": keep, "window": window}
+        specs.append(InterventionSpec("hybrid", adaptive))
+        ranked = {**adaptive, "layer_budget": "ranking", "ranking": str(ranking)}
+        specs.append(InterventionSpec("hybrid", ranked))
     return specs
 
 
@@ -309,7 +312,8 @@ def _summary(results: Any, bench_path: Path, out: Path, cfg: ProtocolConfig) -> 
                 row.setdefault(key, []).append(_primary(e))
             elif name == "hybrid":
                 adaptive = "_adaptive" if args.get("select") == "adaptive" else ""
-                row[f"hybrid{adaptive}_keep{args['keep']}"] = _primary(e)
+                ranked = "_ranked" if args.get("layer_budget") == "ranking" else ""
+                row[f"hybrid{adaptive}{ranked}_keep{args['keep']}"] = _primary(e)
             else:
                 row[name] = _primary(e)
         per_task[task] = {k: _mean(v) if isinstance(v, list) else v for k, v in row.items()}

@@ -58,6 +58,9 @@ def test_run_with_tasks_runs_the_whole_protocol(toy_job):
     assert {e["task"] for e in results["entries"]} == {"pope_mini", "refcocog_mini"}
     names = {e["intervention_spec"]["name"] for e in results["entries"]}
     assert names == {"none", "ablate", "sap", "hybrid"}
+    budgets = {e["intervention_spec"]["args"].get("layer_budget") for e in results["entries"]
+               if e["intervention_spec"]["name"] == "hybrid"}  # fmt: skip
+    assert budgets == {None, "ranking"}  # static and even-adaptive rows, and the ranked one
     assert all(e["n_samples"] == 2 for e in results["entries"])
     ranking = json.loads((out / "rank" / "ranking.json").read_text())
     assert "refcocog_mini" in json.dumps(ranking) and "pope_mini" not in ranking.get("tasks", {})

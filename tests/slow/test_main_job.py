@@ -50,11 +50,12 @@ def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
         assert (out / rel).is_file(), rel
     results = json.loads((out / "accuracy" / "results.json").read_text())
     labels = {e["intervention"] for e in results["entries"]}
-    # none + top + bottom + 2 random draws + sap + hybrid (static and adaptive)
-    assert len(labels) == 8
+    # none + top + bottom + 2 random draws + sap + hybrid (static, adaptive even and ranked)
+    assert len(labels) == 9
     assert "hybrid:keep=0.25,select=adaptive,window=16" in labels
     assert set(summary["per_task"]) == {"pope_mini", "refcocog_mini"}
     assert all("hybrid_adaptive_keep0.25" in row for row in summary["per_task"].values())
+    assert all("hybrid_adaptive_ranked_keep0.25" in row for row in summary["per_task"].values())
     assert summary["hybrid_speed"] and summary["hybrid_speed"][0]["length"] == 256
     # Rerunning resumes every stage instead of recomputing.
     again = run_protocol(model, cfg, out)
