@@ -38,6 +38,19 @@ def visual_inputs(base, seed=0):
     return inp
 
 
+def fast_and_reference(spec, adapter, inp):
+    """``(logits, info)`` of ``spec`` on the chunked fast path, then on the eager reference."""
+    runs = []
+    try:
+        for kernel in ("chunked", "reference"):
+            set_window_kernel(kernel)
+            with spec.attach(adapter) as info:
+                runs.append((logits(adapter.model, inp), info))
+    finally:
+        set_window_kernel("chunked")
+    return runs
+
+
 def test_adaptive_keeping_every_head_is_dense(models):
     base, adapter = models
     inp = visual_inputs(base, seed=1)
@@ -56,14 +69,7 @@ def test_adaptive_equals_eager_reference(models, estimate, granularity):
     inp = visual_inputs(base, seed=2)
     spec = Hybrid(select="adaptive", keep=0.25, window=3, estimate=estimate,
                   granularity=granularity)  # fmt: skip
-    with spec.attach(adapter) as fast_info:
-        fast = logits(adapter.model, inp)
-    set_window_kernel("reference")
-    try:
-        with spec.attach(adapter) as ref_info:
-            ref = logits(adapter.model, inp)
-    finally:
-        set_window_kernel("chunked")
+    (fast, fast_info), (ref, ref_info) = fast_and_reference(spec, adapter, inp)
     assert maxdiff(fast, ref, inp) <= 1e-5
     assert fast_info["kept_share"] == ref_info["kept_share"]  # same heads chosen
     assert fast_info["fallback_samples"] == ref_info["fallback_samples"] == 0
@@ -277,16 +283,9 @@ def test_ranked_layer_budget_puts_the_budget_where_the_static_top_k_is(
     spec = Hybrid(select="adaptive", keep=0.25, window=3, ranking=str(path),
                   layer_budget="ranking", granularity=granularity)  # fmt: skip
     inp = visual_inputs(base, seed=7)
-    with spec.attach(adapter) as info:
-        fast = logits(adapter.model, inp)
+    (fast, info), (ref, ref_info) = fast_and_reference(spec, adapter, inp)
     assert info["budget_per_layer"] == per_layer and info["layer_budget"] == "ranking"
     assert per_layer != layer_budgets(sum(per_layer), len(per_layer))  # differs from even
-    set_window_kernel("reference")
-    try:
-        with spec.attach(adapter) as ref_info:
-            ref = logits(adapter.model, inp)
-    finally:
-        set_window_kernel("chunked")
     assert maxdiff(fast, ref, inp) <= 1e-5 and info["kept_share"] == ref_info["kept_share"]
     unit = 1 if granularity == "head" else adapter.geometry.group_size
     kept = [round(sum(share) * 2) for share in info["kept_share"]]  # 2 samples
