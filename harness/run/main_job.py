@@ -204,6 +204,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
         bench_stage,
         scaled_window,
         task_lengths,
+        unwindowed_tasks,
         window_record,
     )
     from harness.schema.results import write_json_atomic
@@ -228,7 +229,12 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     task_specs = tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
     lengths = task_lengths(adapter, task_specs, cfg, out)
     window = cfg.hybrid_window or scaled_window(lengths, cfg.hybrid_window_fraction)
+    window_info = window_record(cfg, window, lengths, adapter.geometry)
     _stage(f"2/5 accuracy grid: baseline, ablation, SAP, hybrid (window {window})")
+    if dense := unwindowed_tasks(window_info):
+        print(f"   note: the median prompt of {', '.join(dense)} fits in the {window}-token "
+              "window: their hybrid rows are mostly dense attention (summary.json: "
+              "hybrid_window.per_task)")  # fmt: skip
     spec = RunSpec(
         model=model_spec,
         tasks=task_specs,
@@ -264,7 +270,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
         tables_text = _leaderboards(out)
 
     summary = _summary(results, bench_path, out, cfg)
-    summary["hybrid_window"] = window_record(cfg, window, lengths, adapter.geometry)
+    summary["hybrid_window"] = window_info
     summary["timings_s"] = clock.rounded()
     write_json_atomic(out / "summary.json", summary)
     print(tables_text)

@@ -140,7 +140,9 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
     With measured lengths and the model's ``geometry``, ``per_task`` also gives, for each task
     at its median prompt length and each keep fraction, the fraction of heads actually kept and
     the FLOP-model speedup bounds of metrics.md (whole layer, attention only): what the window
-    and the keep fraction amount to at that task's real length.
+    and the keep fraction amount to at that task's real length; ``windowed`` is False for a
+    task whose median prompt fits in the window (its hybrid rows are then mostly dense
+    attention, the window being shared by every task of the grid).
     """
     record: dict[str, Any] = {"window": window, "keep": list(cfg.hybrid_keep)}
     if cfg.hybrid_window is not None:
@@ -164,9 +166,14 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
                         flop_speedup_bound(geometry, n, window, f, linear=False), 3
                     ),
                 }
-            per_task[task] = {"median_length": n, "keep": rows}
+            per_task[task] = {"median_length": n, "windowed": n > window, "keep": rows}
         record["per_task"] = per_task
     return record
+
+
+def unwindowed_tasks(record: dict[str, Any]) -> list[str]:
+    """Tasks of a :func:`window_record` whose median prompt fits in the grid's window."""
+    return [t for t, row in record.get("per_task", {}).items() if not row["windowed"]]
 
 
 def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) -> None:

@@ -152,6 +152,7 @@ def test_real_model_records_what_each_keep_means_at_each_tasks_length(tiny_llava
         per_task = record["per_task"][task]
         n = int(stats["median"])
         assert per_task["median_length"] == n
+        assert per_task["windowed"] == (n > record["window"])
         row = per_task["keep"]["0.25"]
         assert row["kept_fraction"] == 0.25  # 1 of 4 heads
         attention_only = flop_speedup_bound(geometry, n, record["window"], 0.25, linear=False)
