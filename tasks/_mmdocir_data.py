@@ -76,6 +76,7 @@ def document_pages(note: Any, pages_meta: Any, media: Any, where: str) -> tuple[
 
 
 def question_sample(note: dict, k: int, q: dict, pages: tuple, where: str) -> DocIRSample:
+    """The k-th question of a document as a :class:`DocIRSample` (SampleError if malformed)."""
     require(q, ["Q", "page_id"], where)
     try:
         gold = [int(p) for p in parse_list(q["page_id"], where, "page_id")]

@@ -112,3 +112,21 @@ def test_the_toy_declares_no_macro():
     rows = [{"recall@1": 1.0, "recall@3": 1.0, "recall@5": 1.0, "domain": "toy"}]
     assert [m.name for m in task.aggregate(rows)] == ["recall@1", "recall@3", "recall@5"]
     assert task.settings()["scoring"] == "official"
+
+
+def test_the_released_annotations_odd_layouts_are_accepted():
+    """The three real questions the loader used to refuse (MMDocRAG/MMDocIR@394d84d
+    dataset/MMDocIR_annotations.jsonl): a zero-width gold layout, and layouts on a page
+    outside page_id (copied from the file)."""
+    from tasks._mmdocir_data import gold_layouts
+
+    zero = {"page_id": [6], "layout_mapping": [
+        {"page": 6, "page_size": [340.1570129394531, 467.7170104980469],
+         "bbox": [300, 100, 300, 450]}]}  # fmt: skip
+    off = {"page_id": [182], "layout_mapping": [
+        {"page": 149, "page_size": [612.0, 792.0], "bbox": [36, 105, 562, 733]}]}  # fmt: skip
+    rects, points = gold_layouts(zero, 20, "Guide-for-international-students-web.pdf#2")
+    assert rects == [(6, (300.0, 100.0, 300.0, 450.0))] and 6 in points
+    assert layout_recall([(6, (0.0, 0.0, 340.0, 467.0))], rects) == 0.0  # gold area 0
+    rects, _ = gold_layouts(off, 200, "DOS-FY2023-Agency-Financial-Report-508.pdf#0")
+    assert rects == [(149, (36.0, 105.0, 562.0, 733.0))]
