@@ -5,6 +5,15 @@ from __future__ import annotations
 import argparse
 
 
+def bench_parser(name: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``headscope bench NAME``; ``description`` (prose) is printed as written."""
+    return argparse.ArgumentParser(
+        prog=f"headscope bench {name}",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def refuse_missing_device(parser: argparse.ArgumentParser, device: str) -> None:
     """Exit (one line on stderr, code 2) when this machine lacks ``device``.
 

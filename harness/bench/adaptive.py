@@ -23,11 +23,12 @@ denominator: a whole-layer prefill adds the projections and the MLP to ``hybrid`
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from typing import Any
+
+from harness.bench import bench_parser
 
 __all__ = ["run_bench", "main"]
 
@@ -161,11 +162,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     """
     from harness.bench.decoders import GEOMETRIES
 
-    parser = argparse.ArgumentParser(
-        prog="headscope bench adaptive",
-        description=description or __doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("adaptive", description or __doc__)
     add = parser.add_argument
     add("--geometry", default="default", choices=sorted(GEOMETRIES), help="decoder geometry")
     add("--lengths", default="32768", help="prefill lengths, comma-separated")

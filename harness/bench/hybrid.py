@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.api.heads import Geometry
-from harness.bench import refuse_missing_device
+from harness.bench import bench_parser, refuse_missing_device
 from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
 
 KERNEL_CHOICES = ("auto", "chunked", "reference", "flex", "flex_eager")
@@ -280,16 +280,22 @@ def _fake_attention(groups: int, layer_plan: Any) -> Any:
                            _headscope_layer_plan=layer_plan)  # fmt: skip
 
 
+def add_kernel_argument(parser: argparse.ArgumentParser) -> None:
+    """``--kernel``: the window kernel the benches run (:data:`KERNEL_CHOICES`)."""
+    parser.add_argument(
+        "--kernel",
+        default="auto",
+        choices=KERNEL_CHOICES,
+        help="window kernel (auto: flex on CUDA, chunked on CPU)",
+    )
+
+
 def main(argv: list[str] | None = None, description: str | None = None) -> int:
     """CLI entry: ``headscope bench hybrid [options]``; prints a table or ``--json``.
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
-    parser = argparse.ArgumentParser(
-        prog="headscope bench hybrid",
-        description=description or __doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("hybrid", description or __doc__)
     parser.add_argument("--geometry", "--preset", dest="geometry", default="default",
                         choices=sorted(GEOMETRIES), help="decoder layer geometry")  # fmt: skip
     parser.add_argument("--layers", type=int, default=2, help="decoder layers (scope layer)")
@@ -306,8 +312,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0, help="weights and inputs seed")
-    parser.add_argument("--kernel", default="auto", choices=KERNEL_CHOICES,
-                        help="window kernel (auto: flex on CUDA, chunked on CPU)")  # fmt: skip
+    add_kernel_argument(parser)
     parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
     args = parser.parse_args(argv)
     if not (args.device == "cpu" or args.device.startswith("cuda")):

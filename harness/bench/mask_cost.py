@@ -12,12 +12,11 @@ length bucket and head type: never one per sample).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from typing import Any
 
-from harness.bench import refuse_missing_device
+from harness.bench import bench_parser, refuse_missing_device
 
 __all__ = ["run_mask_cost", "main"]
 
@@ -104,13 +103,9 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     ``description``: the ``--help`` text (default: this module's docstring).
     """
     from harness.bench.decoders import GEOMETRIES
-    from harness.bench.hybrid import KERNEL_CHOICES
+    from harness.bench.hybrid import add_kernel_argument
 
-    parser = argparse.ArgumentParser(
-        prog="headscope bench masks",
-        description=description or __doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("masks", description or __doc__)
     parser.add_argument(
         "--geometry",
         default="default",
@@ -132,12 +127,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         "--keep", type=float, default=0.05, help="fraction of heads kept full per layer"
     )
     parser.add_argument("--window", type=int, default=1024, help="window W of the other heads")
-    parser.add_argument(
-        "--kernel",
-        default="auto",
-        choices=KERNEL_CHOICES,
-        help="window kernel (auto: flex on CUDA)",
-    )
+    add_kernel_argument(parser)
     parser.add_argument(
         "--dtype",
         choices=("float32", "bfloat16"),

@@ -26,7 +26,6 @@ measured the same RAM.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -34,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.bench import refuse_missing_device
+from harness.bench import bench_parser, refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]
@@ -153,8 +152,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     """
     from harness.bench.decoders import PRESETS
 
-    p = argparse.ArgumentParser(prog="headscope bench ram", description=description or __doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = bench_parser("ram", description or __doc__)
     p.add_argument("--geometry", "--preset", dest="preset", choices=sorted(PRESETS),
                    default="default", help="decoder geometry preset (of bench hybrid)")  # fmt: skip
     p.add_argument("--layers", type=int, default=2, help="decoder layers built (default 2)")

@@ -21,14 +21,13 @@ code path for CPU tests; real-size numbers need a GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.bench import refuse_missing_device
+from harness.bench import bench_parser, refuse_missing_device
 
 __all__ = ["MODELS", "build_config", "load_config_dict", "run_ttft", "synthetic_video", "main"]
 
@@ -305,13 +304,9 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
-    from harness.bench.hybrid import KERNEL_CHOICES
+    from harness.bench.hybrid import add_kernel_argument
 
-    parser = argparse.ArgumentParser(
-        prog="headscope bench ttft",
-        description=description or __doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("ttft", description or __doc__)
     parser.add_argument("--model", default="qwen3_vl_4b", help=f"comma-separated: {sorted(MODELS)}")
     parser.add_argument("--frames", type=int, default=64, help="frames of the synthetic video")
     parser.add_argument("--frame-size", type=int, default=448, help="frame width and height (px)")
@@ -326,12 +321,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument(
         "--repeats", type=int, default=3, help="timed prefills per variant (after one warm-up)"
     )
-    parser.add_argument(
-        "--kernel",
-        default="auto",
-        choices=KERNEL_CHOICES,
-        help="window kernel (auto: flex on CUDA)",
-    )
+    add_kernel_argument(parser)
     parser.add_argument(
         "--dtype",
         choices=("float32", "bfloat16"),
