@@ -239,12 +239,12 @@ class MMDocIR(Task):
         """Page recall@k (and layout recall@k at layout level) under the scoring mode."""
         n = self.n_shown(sample)
         regions = [(p, t) for p, t in parse_regions(generation.text) if 0 <= p < n]
-        if self.scoring == "official":
-            return self._official(sample, regions, generation.text, ctx)
-        if self.level == "layout" and regions:
+        if self.level == "layout" and regions:  # the pages the regions lie on, in order
             predicted = list(dict.fromkeys(p for p, _ in regions))
         else:
             predicted = parse_pages(generation.text, n)
+        if self.scoring == "official":
+            return self._official(sample, predicted, regions, ctx)
         out = {f"recall@{k}": recall_at(predicted, sample.gold_pages, k) for k in KS}
         if self.level == "layout" and sample.layouts:
             sizes = dict(sample.page_sizes)
@@ -258,40 +258,23 @@ class MMDocIR(Task):
         return out
 
     def _official(
-        self, sample: DocIRSample, regions: list[tuple[int, str]], text: str, ctx: ScoringContext
+        self,
+        sample: DocIRSample,
+        predicted: list[int],
+        regions: list[tuple[int, str]],
+        ctx: ScoringContext,
     ) -> dict[str, Any]:
         """The release's recall / recall_layout of the lists the reply names (see module doc)."""
-        regions = list(dict.fromkeys((p, "".join(t.split())) for p, t in regions))
-        if self.level == "layout" and regions:
-            predicted = list(dict.fromkeys(p for p, _ in regions))
-        else:
-            predicted = parse_pages(text, self.n_shown(sample))
         gold = sample.page_ids or sample.gold_pages
         out: dict[str, Any] = {f"recall@{k}": page_recall(predicted[:k], gold) for k in PAGE_KS}
         if self.level == "layout":
-            rects = [self._in_page_points(sample, p, t, ctx) for p, t in regions]
+            regions = list(dict.fromkeys((p, "".join(t.split())) for p, t in regions))
+            points, sizes = dict(sample.page_points), dict(sample.page_sizes)
+            rects = [_in_page_points(points, sizes, p, t, ctx) for p, t in regions]
             for k in LAYOUT_KS:
                 found = [r for r in rects[:k] if r is not None]
                 out[f"layout_recall@{k}"] = layout_recall(found, sample.layout_rects)
         return out | {"domain": sample.domain}
-
-    @staticmethod
-    def _in_page_points(
-        sample: DocIRSample, page: int, box_text: str, ctx: ScoringContext
-    ) -> Rect | None:
-        """A region read in the family's convention, in the annotation's page coordinates.
-
-        None when the box does not parse or its page holds no gold layout (it then covers
-        nothing, though it still takes one of the k places).
-        """
-        points, sizes = dict(sample.page_points), dict(sample.page_sizes)
-        if page not in points or page not in sizes:
-            return None
-        box = ctx.parse_box(box_text, sizes[page])
-        if box is None:
-            return None
-        (pw, ph), (w, h) = points[page], sizes[page]
-        return page, (box.x1 * pw / w, box.y1 * ph / h, box.x2 * pw / w, box.y2 * ph / h)
 
     def aggregate(self, rows: Sequence[dict[str, Any]]) -> list[MetricValue]:
         """Means (lenient); micro and ten-domain macro means as the release computes (official)."""
@@ -306,3 +289,25 @@ class MMDocIR(Task):
     def sample_log(self, sample: DocIRSample) -> dict[str, Any]:
         """Gold pages (0-based) and the answer."""
         return {"target": list(sample.gold_pages), "answer": sample.answer}
+
+
+def _in_page_points(
+    points: dict[int, tuple[float, float]],
+    sizes: dict[int, tuple[int, int]],
+    page: int,
+    box_text: str,
+    ctx: ScoringContext,
+) -> Rect | None:
+    """A region read in the family's convention, in the annotation's page coordinates.
+
+    ``points`` / ``sizes``: page → ``page_size`` / image size. None when the box does not
+    parse or its page holds no gold layout (it then covers nothing, though it still takes one
+    of the k places).
+    """
+    if page not in points or page not in sizes:
+        return None
+    box = ctx.parse_box(box_text, sizes[page])
+    if box is None:
+        return None
+    (pw, ph), (w, h) = points[page], sizes[page]
+    return page, (box.x1 * pw / w, box.y1 * ph / h, box.x2 * pw / w, box.y2 * ph / h)
