@@ -11,13 +11,11 @@ import argparse
 import json
 from typing import Any
 
-from harness.api.kv import key_values, split_top_level, typed_value
+from harness.api.kv import key_values
 from harness.api.specs import SpecError
 
 __all__ = [
     "parse_mapping",
-    "typed_value",
-    "split_top_level",
     "limit_value",
     "prose",
     "SCORING_HELP",

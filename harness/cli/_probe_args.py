@@ -66,7 +66,7 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
         from harness.run.main_job import mini_tasks
 
         text = ",".join(grounded_tasks(mini_tasks()))
-    from harness.cli._args import split_top_level
+    from harness.api.kv import split_top_level
 
     specs = [parse_task(item) for item in split_top_level(text) if item.strip()]
     if not specs:

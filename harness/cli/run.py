@@ -249,7 +249,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     if args.model or args.model_args is not None or args.device:
         base["model"] = asdict(model_from_args(args, base.get("model")))
     if args.tasks:
-        from harness.cli._args import split_top_level
+        from harness.api.kv import split_top_level
 
         items = split_top_level(args.tasks)  # commas inside a JSON task object do not split
         base["tasks"] = [asdict(parse_task(t)) for t in items if t.strip()]
