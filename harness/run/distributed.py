@@ -10,6 +10,7 @@ results, which are therefore identical to a single-process run's.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 __all__ = [
@@ -21,6 +22,10 @@ __all__ = [
     "gather_rows",
     "device_for_rank",
 ]
+
+
+#: Seconds rank 0 (the store host) waits before leaving after a refused start.
+STORE_HOST_GRACE_S = 2.0
 
 
 class PeerRefused(ValueError):
@@ -81,7 +86,15 @@ def agree(failure: Exception | None) -> None:
     if refused:
         # Every rank stops here: leave the group now, so no rank's exit aborts a peer's
         # communication threads (gloo aborts a process whose peer vanished mid-group).
+        hosts_store = (
+            dist.get_rank() == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+        )
         dist.destroy_process_group()
+        if hosts_store:
+            # Rank 0 serves the rendezvous store (env://, no launcher agent): leave last, so
+            # a peer still exiting never loses its store connection ("terminate called
+            # without an active exception", seen about once in 50 refusals under load).
+            time.sleep(STORE_HOST_GRACE_S)
     if failure is not None:
         raise failure
     if refused:
