@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from typing import Any
 
-from harness.bench import bench_parser
+from harness.bench.kit import (
+    bench_parser,
+    fake_attention,
+    full_heads,
+    interleaved,
+    kept_heads,
+    timed,
+)
 
 __all__ = ["run_bench", "main"]
-
-
-def _module(groups: int, layer_plan: Any) -> Any:
-    from types import SimpleNamespace
-
-    return SimpleNamespace(layer_idx=0, is_causal=True, num_key_value_groups=groups,
-                           _headscope_layer_plan=layer_plan)  # fmt: skip
 
 
 def _runners(route: Any, static: tuple, groups: int, qkv: tuple, dense: bool = False) -> dict:
@@ -48,21 +47,17 @@ def _runners(route: Any, static: tuple, groups: int, qkv: tuple, dense: bool = F
 
     q, k, v = qkv
     if dense:
-        return {"dense": lambda: headscope_attention(_module(groups, None), q, k, v, None)}
+        return {"dense": lambda: headscope_attention(fake_attention(groups, None), q, k, v, None)}
     scale = q.shape[-1] ** -0.5
-    routed = _module(groups, LayerPlan(route=route))
+    routed = fake_attention(groups, LayerPlan(route=route))
     return {
         "estimate": lambda: select_windowed(route, 0, q, k, None, scale),
-        "hybrid": lambda: headscope_attention(_module(groups, static[0]), q, k, v, None),
-        "hybrid_same": lambda: headscope_attention(_module(groups, static[1]), q, k, v, None),
+        "hybrid": lambda: headscope_attention(fake_attention(groups, static[0]), q, k, v, None),
+        "hybrid_same": lambda: headscope_attention(
+            fake_attention(groups, static[1]), q, k, v, None
+        ),
         "adaptive": lambda: headscope_attention(routed, q, k, v, None),
     }
-
-
-def _timed(fn: Any) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000.0
 
 
 def run_bench(
@@ -98,7 +93,6 @@ def run_bench(
     from harness.attention.plan import LayerPlan, Window
     from harness.attention.route import Route, select_windowed
     from harness.bench.decoders import ALIASES, GEOMETRIES
-    from harness.bench.hybrid import kept_heads
 
     if threads:
         torch.set_num_threads(threads)
@@ -106,7 +100,7 @@ def run_bench(
     geo = GEOMETRIES[name]["geometry"]
     heads, kv, dim = geo.num_heads, geo.num_kv_heads, geo.head_dim
     kept = kept_heads(keep, heads)
-    full = {(i * heads) // kept for i in range(kept)} if kept else set()
+    full = full_heads(heads, kept)
     static = LayerPlan(window={h: Window(window) for h in range(heads) if h not in full})
 
     def like(windowed: tuple[int, ...]) -> Any:
@@ -129,10 +123,10 @@ def run_bench(
                 fn()
             times: dict[str, list[float]] = {key: [] for key in run}
             for rep in range(repeats):
-                for key in list(run) if rep % 2 == 0 else list(run)[::-1]:
-                    times[key].append(_timed(run[key]))
+                for key in interleaved(list(run), rep):
+                    times[key].append(timed(run[key])[0])
             dense = _runners(route, plans, geo.group_size, (q, k, v), dense=True)["dense"]
-            times["dense"] = [_timed(dense) for _ in range(dense_repeats)]
+            times["dense"] = [timed(dense)[0] for _ in range(dense_repeats)]
         med = {key: statistics.median(vals) for key, vals in times.items() if vals}
         row = {
             "length": n, "keep": keep, "window": window, "rows": rows,

@@ -16,23 +16,25 @@ synchronizes around every timing.
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import statistics
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from harness.api.heads import Geometry
-from harness.bench import bench_parser, refuse_missing_device
 from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
+from harness.bench.kit import (
+    add_kernel_argument,
+    bench_parser,
+    fake_attention,
+    hybrid_plan,
+    interleaved,
+    kept_heads,
+    kernel_scope,
+    refuse_missing_device,
+    timed,
+)
 
-KERNEL_CHOICES = ("auto", "chunked", "reference", "flex", "flex_eager")
-"""As ``harness.attention.execute.KERNEL_CHOICES`` (kept here so ``--help`` imports no torch)."""
-
-__all__ = ["flop_speedup_bound", "kept_heads", "run_bench", "main"]
+__all__ = ["flop_speedup_bound", "run_bench", "main"]
 
 
 def flop_speedup_bound(
@@ -57,36 +59,6 @@ def flop_speedup_bound(
     full = 2 * g.num_heads * g.head_dim * n
     win = 4 * g.num_heads * g.head_dim * min(window, n)
     return (lin + full) / (lin + full_fraction * full + (1 - full_fraction) * win)
-
-
-def _hybrid_plan(layers: int, heads: int, kept: int, window: int, sinks: int) -> Any:
-    from harness.attention.plan import LayerPlan, Plan, Window
-
-    w = Window(window, sinks)
-    # Kept heads spread over the KV groups, as CoRe heads are: the windowed heads are then
-    # not one contiguous range (the dispatch gathers them), which is the realistic case.
-    full = {(i * heads) // kept for i in range(kept)} if kept else set()
-    lp = LayerPlan(window={h: w for h in range(heads) if h not in full})
-    return Plan({la: lp for la in range(layers)})
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):  # CUDA calls return before the work is done
-        __import__("torch").cuda.synchronize()
-
-
-def _timed(fn: Any, device: str) -> tuple[float, float]:
-    """(wall ms, process CPU ms) of one call."""
-    _sync(device)
-    start, cpu = time.perf_counter(), time.process_time()
-    fn()
-    _sync(device)
-    return (time.perf_counter() - start) * 1000.0, (time.process_time() - cpu) * 1000.0
-
-
-def kept_heads(keep: float, heads: int) -> int:
-    """Heads kept full: ``keep · heads`` rounded up to whole heads (float noise ignored)."""
-    return max(0, min(heads, math.ceil(keep * heads - 1e-9)))
 
 
 def run_bench(
@@ -146,7 +118,7 @@ def run_bench(
         torch.set_num_threads(threads)
     geo: Geometry = spec["geometry"]
     torch_dtype, kept = getattr(torch, dtype), kept_heads(keep, geo.num_heads)
-    plan = _hybrid_plan(layers, geo.num_heads, kept, window, sinks)
+    plan = hybrid_plan(layers, geo.num_heads, kept, window, sinks)
     settings = {
         "geometry": name, "arch": spec["arch"], "layers": layers if scope == "layer" else 1,
         "dtype": dtype, "device": device, "threads": torch.get_num_threads(), "scope": scope,
@@ -159,7 +131,7 @@ def run_bench(
     if scope == "layer":
         model = build_random_decoder(spec["arch"], geo, layers, torch_dtype, seed).to(device)
     rows: list[dict] = []
-    with _kernel_scope(kernel):
+    with kernel_scope(kernel):
         for n in lengths:
             gen = torch.Generator().manual_seed(seed + n)
             if model is not None:
@@ -175,8 +147,8 @@ def run_bench(
             times: dict[str, list[float]] = {variant: [] for variant in run}
             cpu: dict[str, list[float]] = {variant: [] for variant in run}
             for rep in range(repeats):  # sdpa-dense-hybrid, then reversed: neighbours stay paired
-                for variant in list(run) if rep % 2 == 0 else list(run)[::-1]:
-                    wall, used = _timed(run[variant], device)
+                for variant in interleaved(list(run), rep):
+                    wall, used = timed(run[variant], device)
                     times[variant].append(wall)
                     cpu[variant].append(used)
             med = {variant: statistics.median(vals) for variant, vals in times.items()}
@@ -202,18 +174,6 @@ def run_bench(
                 **settings,
             })  # fmt: skip
     return rows
-
-
-@contextmanager
-def _kernel_scope(kernel: str) -> Iterator[None]:
-    from harness.attention.dispatch import set_window_kernel, window_kernel
-
-    previous = window_kernel()
-    set_window_kernel(kernel)
-    try:
-        yield
-    finally:
-        set_window_kernel(previous)
 
 
 def _used(reset: bool) -> dict[str, int]:
@@ -264,30 +224,12 @@ def _attention_runners(geo: Geometry, n: int, dtype: Any, gen: Any, plan: Any, d
         return x.transpose(1, 2)
 
     q, k, v = rand(geo.num_heads), rand(geo.num_kv_heads), rand(geo.num_kv_heads)
-    dense_mod, hybrid_mod = (_fake_attention(geo.group_size, lp) for lp in (None, plan.layers[0]))
+    dense_mod, hybrid_mod = (fake_attention(geo.group_size, lp) for lp in (None, plan.layers[0]))
     return {
         "sdpa": lambda: sdpa_attention_forward(dense_mod, q, k, v, None),
         "dense": lambda: headscope_attention(dense_mod, q, k, v, None),
         "hybrid": lambda: headscope_attention(hybrid_mod, q, k, v, None),
     }
-
-
-def _fake_attention(groups: int, layer_plan: Any) -> Any:
-    """Just enough of an HF attention module for the attention-only scope."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(layer_idx=0, is_causal=True, num_key_value_groups=groups,
-                           _headscope_layer_plan=layer_plan)  # fmt: skip
-
-
-def add_kernel_argument(parser: argparse.ArgumentParser) -> None:
-    """``--kernel``: the window kernel the benches run (:data:`KERNEL_CHOICES`)."""
-    parser.add_argument(
-        "--kernel",
-        default="auto",
-        choices=KERNEL_CHOICES,
-        help="window kernel (auto: flex on CUDA, chunked on CPU)",
-    )
 
 
 def main(argv: list[str] | None = None, description: str | None = None) -> int:

@@ -16,7 +16,15 @@ import json
 import time
 from typing import Any
 
-from harness.bench import bench_parser, refuse_missing_device
+from harness.bench.kit import (
+    add_kernel_argument,
+    bench_parser,
+    hybrid_plan,
+    kept_heads,
+    kernel_scope,
+    refuse_missing_device,
+    sync,
+)
 
 __all__ = ["run_mask_cost", "main"]
 
@@ -47,7 +55,6 @@ def run_mask_cost(
     from harness.attention import flex
     from harness.attention.dispatch import plan_scope, use_dispatch, window_kernels_used
     from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
-    from harness.bench.hybrid import _hybrid_plan, _kernel_scope, _sync, kept_heads
 
     name = ALIASES.get(geometry, geometry)
     spec = GEOMETRIES[name]
@@ -55,21 +62,21 @@ def run_mask_cost(
     kept = kept_heads(keep, geo.num_heads)
     model = build_random_decoder(spec["arch"], geo, layers, getattr(torch, dtype), seed)
     model = use_dispatch(model.to(device))
-    plan = _hybrid_plan(layers, geo.num_heads, kept, window, 0)
+    plan = hybrid_plan(layers, geo.num_heads, kept, window, 0)
     rng = np.random.default_rng(seed)
     lengths = [int(x) for x in rng.integers(min_length, max_length + 1, size=samples)]
     gen = torch.Generator().manual_seed(seed)
 
     def prefill(n: int) -> float:
         ids = torch.randint(0, 1024, (1, n), generator=gen).to(device)
-        _sync(device)
+        sync(device)
         begin = time.perf_counter()
         with torch.no_grad(), plan_scope(model, plan):
             model(input_ids=ids, use_cache=False)
-        _sync(device)
+        sync(device)
         return (time.perf_counter() - begin) * 1000.0
 
-    with _kernel_scope(kernel):
+    with kernel_scope(kernel):
         warmup_ms = prefill(max_length)  # compiles; its masks stay cached like any sample's
         flex.clear_mask_cache()
         window_kernels_used(reset=True)
@@ -103,7 +110,6 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     ``description``: the ``--help`` text (default: this module's docstring).
     """
     from harness.bench.decoders import GEOMETRIES
-    from harness.bench.hybrid import add_kernel_argument
 
     parser = bench_parser("masks", description or __doc__)
     parser.add_argument(

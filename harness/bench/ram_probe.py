@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.bench import bench_parser, refuse_missing_device
+from harness.bench.kit import bench_parser, refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]

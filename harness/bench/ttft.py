@@ -27,7 +27,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.bench import bench_parser, refuse_missing_device
+from harness.bench.kit import (
+    add_kernel_argument,
+    bench_parser,
+    hybrid_plan,
+    interleaved,
+    kept_heads,
+    kernel_scope,
+    refuse_missing_device,
+    sync,
+)
 
 __all__ = ["MODELS", "build_config", "load_config_dict", "run_ttft", "synthetic_video", "main"]
 
@@ -194,22 +203,21 @@ def _prefill(model: Any, inputs: dict[str, Any], plan: Any, device: str) -> dict
     import torch
 
     from harness.attention.dispatch import plan_scope
-    from harness.bench.hybrid import _sync
 
     vision = {"ms": 0.0, "start": 0.0}
 
     def before(*_: Any) -> None:
-        _sync(device)
+        sync(device)
         vision["start"] = time.perf_counter()
 
     def after(*_: Any) -> None:
-        _sync(device)
+        sync(device)
         vision["ms"] += (time.perf_counter() - vision["start"]) * 1000.0
 
     tower = _vision_tower(model)
     handles = [tower.register_forward_pre_hook(before), tower.register_forward_hook(after)]
     try:
-        _sync(device)
+        sync(device)
         begin = time.perf_counter()
         with torch.no_grad(), plan_scope(model, plan):
             logits = model(**inputs, use_cache=True, logits_to_keep=1).logits
@@ -241,7 +249,7 @@ def run_ttft(
 
     from harness.api.anatomy import geometry_of
     from harness.attention.dispatch import Plan, window_kernels_used
-    from harness.bench.hybrid import _hybrid_plan, _kernel_scope, flop_speedup_bound, kept_heads
+    from harness.bench.hybrid import flop_speedup_bound
     from harness.testing.tiny import special_token_ids
 
     family, cfg = load_config_dict(model, shrink)
@@ -261,16 +269,17 @@ def run_ttft(
             inputs[key] = value.to(device, getattr(torch, dtype)) if pixels else value.to(device)
     geo = geometry_of(net)
     kept = kept_heads(keep, geo.num_heads)
-    plans = {"dense": Plan(), "hybrid": _hybrid_plan(geo.num_layers, geo.num_heads, kept,
-                                                     window, sinks)}  # fmt: skip
+    plans = {
+        "dense": Plan(),
+        "hybrid": hybrid_plan(geo.num_layers, geo.num_heads, kept, window, sinks),
+    }
     times: dict[str, list[dict[str, float]]] = {"dense": [], "hybrid": []}
-    with _kernel_scope(kernel):
+    with kernel_scope(kernel):
         for plan in plans.values():  # warm-up: allocator, flex compilation
             _prefill(net, inputs, plan, device)
         window_kernels_used(reset=True)
         for rep in range(repeats):
-            order = list(plans) if rep % 2 == 0 else list(plans)[::-1]
-            for variant in order:
+            for variant in interleaved(list(plans), rep):
                 times[variant].append(_prefill(net, inputs, plans[variant], device))
         used = window_kernels_used(reset=True)
     tokens = int(inputs["input_ids"].shape[1])
@@ -304,8 +313,6 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
-    from harness.bench.hybrid import add_kernel_argument
-
     parser = bench_parser("ttft", description or __doc__)
     parser.add_argument("--model", default="qwen3_vl_4b", help=f"comma-separated: {sorted(MODELS)}")
     parser.add_argument("--frames", type=int, default=64, help="frames of the synthetic video")

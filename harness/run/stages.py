@@ -151,7 +151,8 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
     record.update(rule="fraction of the median of the tasks' median prompt lengths",
                   fraction=cfg.hybrid_window_fraction, lengths=lengths)  # fmt: skip
     if geometry is not None:
-        from harness.bench.hybrid import flop_speedup_bound, kept_heads
+        from harness.bench.hybrid import flop_speedup_bound
+        from harness.bench.kit import kept_heads
 
         per_task: dict[str, Any] = {}
         for task, stats in lengths.items():

@@ -6,7 +6,8 @@ import pytest
 
 from harness.api.heads import Geometry
 from harness.bench.decoders import GEOMETRIES, PRESETS
-from harness.bench.hybrid import flop_speedup_bound, kept_heads, main
+from harness.bench.hybrid import flop_speedup_bound, main
+from harness.bench.kit import kept_heads
 
 
 @pytest.mark.parametrize("n, expected", [(32 * 1024, 2.0), (64 * 1024, 3.0), (128 * 1024, 4.7)])
