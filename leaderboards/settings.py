@@ -167,7 +167,7 @@ def check_unique(
 def check_scoring(runs: Iterable[Any]) -> None:
     """Refuse inputs that hold one task's numbers under different scoring modes.
 
-    The mode is ``task_settings["scoring"]`` of each entry (:mod:`tasks._scoring`); results
+    The mode is ``task_settings["scoring"]`` of each entry (:mod:`harness.api.scoring`); results
     without one (written before modes existed, or tasks without modes) count as
     :data:`UNRECORDED_SCORING`. Numbers of different modes are not comparable, so a table
     never puts them side by side.

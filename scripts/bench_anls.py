@@ -1,5 +1,5 @@
 """Before/after of ANLS: the hand-written Levenshtein (copied from main f1d26d9, the "before")
-against tasks._answers.anls (rapidfuzz, the "after"): identical scores, and the speed ratio.
+against tasks.common.answers.anls (rapidfuzz, the "after"): identical scores, and the speed ratio.
 
 Run: PYTHONPATH=. python scripts/bench_anls.py [--pairs N]
 """
@@ -58,7 +58,7 @@ def _pairs(n: int, seed: int = 0) -> list[tuple[str, list[str]]]:
 
 
 def main() -> None:
-    from tasks._answers import anls, levenshtein
+    from tasks.common.answers import anls, levenshtein
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=20000)

@@ -105,8 +105,8 @@ def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[di
     """
     import json
 
+    from harness.api.scoring import check_scoring
     from harness.api.task import build_task
-    from tasks._scoring import check_scoring
 
     mode = check_scoring("--scoring", mode)
     out, lacking, fix = [], [], {}

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scoring",
         required=True,
-        help="official, lmms_eval or lenient (see tasks/_scoring.py)",
+        help="official, lmms_eval or lenient (see harness/api/scoring.py)",
     )
     parser.add_argument(
         "--tasks", default=None, help="comma-separated tasks to rescore (default: all)"
@@ -157,9 +157,9 @@ def rescore(
     from dataclasses import replace
 
     from harness.api.payloads import Generation
+    from harness.api.scoring import check_scoring
     from harness.api.task import ScoringContext, build_task
     from harness.schema.results import MetricRecord, SampleLog, load_results, unique_rows
-    from tasks._scoring import check_scoring
 
     check_scoring("rescore", scoring)
     root = Path(run_dir)

@@ -141,7 +141,7 @@ def internvl_boxes(monkeypatch):
 
 
 def test_refcocog_official_is_selectable_follows_the_family_and_rescores(tmp_path, internvl_boxes):
-    from tasks._rec_official import OFFICIAL_RULES
+    from tasks.refcocog.official import OFFICIAL_RULES
 
     got = {}
     for mode in ("official", "lenient", "lmms_eval"):

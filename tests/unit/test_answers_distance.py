@@ -1,4 +1,4 @@
-"""Edit distance and ANLS of tasks._answers (rapidfuzz underneath) on hard cases.
+"""Edit distance and ANLS of tasks.common.answers (rapidfuzz underneath) on hard cases.
 
 Expected distances are the textbook values (Levenshtein 1966 unit costs), counted by hand;
 ANLS follows its definition (Biten et al. 2019, ST-VQA): 1 − d / max(len), 0 past 0.5.
@@ -6,7 +6,7 @@ ANLS follows its definition (Biten et al. 2019, ST-VQA): 1 − d / max(len), 0 p
 
 import pytest
 
-from tasks._answers import anls, levenshtein
+from tasks.common.answers import anls, levenshtein
 
 DISTANCES = [
     ("kitten", "sitting", 3),

@@ -169,3 +169,98 @@ def test_public_api_is_exposed_lazily(name):
     assert before == "[]"  # import harness alone imports no submodule
     assert torch_loaded == "False"
     assert module.strip().startswith("harness.")
+
+
+def _package_of(module: str, modules: dict[str, Path]) -> str:
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(modules: dict[str, Path] | None = None) -> list[tuple[str, str]]:
+    """(importer, target) for every import of a private module or name from another package.
+
+    A package is a directory: ``tasks.mmdocir`` and ``tasks.common`` are two packages, and so
+    are ``harness.bench`` and ``harness.testing``. Inside its own package a module may use its
+    neighbours' private helpers; across packages only public names travel.
+    """
+    modules = _modules() if modules is None else modules
+    found = []
+    for name, path in modules.items():
+        mine = _package_of(name, modules)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                aliases = [(alias.name, node) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                aliases = [(None, node)]
+            else:
+                continue
+            for target in _imported(node, name, path.name == "__init__.py", modules):
+                module = target
+                while module and module not in modules:
+                    module = module.rpartition(".")[0]
+                if not module or module == name or _package_of(module, modules) == mine:
+                    continue
+                names = [a for a, _ in aliases if a is not None and target == module]
+                if any(_is_private(part) for part in module.split(".")) or any(
+                    _is_private(n) for n in names
+                ):
+                    found.append((name, target))
+    return sorted(set(found))
+
+
+# ttft still builds its tiny tokenizer from harness.testing (issue 27: moving to product code).
+KNOWN_PRIVATE_IMPORTS = {("harness.bench.ttft", "harness.testing.tiny_processors")}
+
+
+def test_no_private_imports_across_packages():
+    found = set(private_imports()) - KNOWN_PRIVATE_IMPORTS
+    assert not found, "private imports across packages:\n" + "\n".join(
+        f"{a} -> {b}" for a, b in sorted(found)
+    )
+
+
+def test_private_import_finder_sees_private_modules_and_names(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a/__init__.py": "",
+        "pkg/a/_helper.py": "X = 1\n_y = 2\n",
+        "pkg/a/public.py": "from pkg.a._helper import X\nfrom pkg.a._helper import _y\n",
+        "pkg/b/__init__.py": "",
+        "pkg/b/user.py": "from pkg.a._helper import X\n",
+        "pkg/b/other.py": "def f():\n    from pkg.a.public import _z\n",
+        "pkg/b/fine.py": "from pkg.a.public import X\n",
+    }
+    modules = {}
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        parts = list(Path(rel).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    assert private_imports(modules) == [
+        ("pkg.b.other", "pkg.a.public"),
+        ("pkg.b.user", "pkg.a._helper"),
+    ]
+
+
+def test_harness_never_imports_tasks():
+    edges = [
+        f"{module} -> {dep}"
+        for module, deps in import_graph().items()
+        if module.startswith("harness.")
+        for dep in deps
+        if dep == "tasks" or dep.startswith("tasks.")
+    ]
+    assert not edges, "harness/ imports the plug-in package tasks/:\n" + "\n".join(sorted(edges))
+
+
+def test_tasks_are_one_package_per_benchmark():
+    loose = sorted(p.name for p in (ROOT / "tasks").glob("*.py"))
+    assert loose == ["__init__.py"]
+    for package in sorted(p for p in (ROOT / "tasks").iterdir() if p.is_dir()):
+        if package.name == "__pycache__":
+            continue
+        assert (package / "__init__.py").is_file(), f"{package} is not a package"

@@ -39,18 +39,36 @@ def test_unknown_name_suggests_close_matches():
     assert "hybrid" in str(err.value)  # known names listed
 
 
-@pytest.mark.parametrize("registry", [TASKS, INTERVENTIONS], ids=["tasks", "interventions"])
-def test_every_module_registers_something(registry):
-    registry.discover()
-    origins = {registry._origins[n].rsplit(".", 1)[0] for n in registry._entries}
-    for package in registry.packages:
-        for module_name in iter_package_modules(package):
-            module = importlib.import_module(module_name)
-            if inspect.getfile(module).endswith("__init__.py"):
-                continue
-            assert any(o.startswith(module_name) for o in origins), (
-                f"{module_name} registers no {registry.kind}"
+def _registering_modules(registry) -> set[str]:
+    return {registry.origin(n).rsplit(".", 1)[0] for n in registry.names()}
+
+
+def test_every_intervention_module_registers_something():
+    origins = _registering_modules(INTERVENTIONS)
+    for module_name in iter_package_modules("interventions"):
+        module = importlib.import_module(module_name)
+        if inspect.getfile(module).endswith("__init__.py"):
+            continue
+        assert module_name in origins, f"{module_name} registers no intervention"
+
+
+def test_every_benchmark_package_registers_its_task_and_mini():
+    # tasks/<benchmark>/ holds the task (task.py) and the toy's mini task (mini.py), both
+    # registered; its other modules are the benchmark's own helpers; tasks/common/ registers
+    # nothing (it is what several benchmarks share).
+    origins = _registering_modules(TASKS)
+    packages = {m.split(".")[1] for m in iter_package_modules("tasks")} - {"common"}
+    assert len(packages) >= 8
+    for package in sorted(packages):
+        for module in ("task", "mini"):
+            assert f"tasks.{package}.{module}" in origins, (
+                f"tasks/{package}/{module}.py registers no task"
             )
+    builtin = {o for o in origins if o.startswith("tasks.")}
+    assert builtin == {f"tasks.{p}.{m}" for p in packages for m in ("task", "mini")}
+    assert not [
+        m for m in iter_package_modules("tasks") if m.startswith("tasks.common.") and m in origins
+    ]
 
 
 def _heavy_modules_after(snippet: str, names: tuple[str, ...]) -> list[str]:

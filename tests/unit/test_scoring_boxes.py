@@ -11,7 +11,7 @@ from harness.api.model import box_numbers, parse_box_text
 from harness.api.payloads import Generation
 from harness.api.task import ScoringContext
 from harness.models.internvl import InternVLAdapter
-from tasks.refcocog import RefCOCOg, RefSample, iou_scores, parse_bbox_xywh
+from tasks.refcocog.task import RefCOCOg, RefSample, iou_scores, parse_bbox_xywh
 
 DATA = json.loads((Path(__file__).resolve().parents[1] / "data/scoring/boxes.json").read_text())
 SIZE = tuple(DATA["image_size"])
@@ -50,7 +50,7 @@ def test_box_cases(case, monkeypatch):
     else:
         assert box is not None and box.as_tuple() == pytest.approx(tuple(case["box"]))
     assert iou_scores(box, GOLD, SIZE)["miou"] == pytest.approx(case["iou"], abs=1e-9)
-    import tasks.refcocog as ref
+    import tasks.refcocog.task as ref
 
     monkeypatch.setattr(ref, "image_size", lambda src, where: SIZE)  # no image file needed
     sample = RefSample("d", "the dog", GOLD, None)
@@ -86,7 +86,7 @@ LMMS_REPLIES = [
 def test_refcocog_lmms_eval_equality_with_its_own_functions(monkeypatch):
     pytest.importorskip("lmms_eval")
     ref = pytest.importorskip("lmms_eval.tasks.refcocog.utils_rec")
-    import tasks.refcocog as rc
+    import tasks.refcocog.task as rc
 
     monkeypatch.setattr(rc, "image_size", lambda src, where: SIZE)
     task = RefCOCOg(scoring="lmms_eval")

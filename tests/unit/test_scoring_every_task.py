@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.api.registry import TASKS
+from harness.api.scoring import SCORING_MODES
 from harness.api.task import build_task
-from tasks._scoring import SCORING_MODES
 
 TASKS.discover()
 #: Built-in tasks only: test modules register their own (tests/toy_task.py's test_echo) when

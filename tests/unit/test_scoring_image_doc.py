@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import SampleError, ScoringContext
-from tasks._common import (
+from tasks.common.loading import (
     anls,
     candidate_ids,
     numbers_close,
@@ -21,11 +21,11 @@ from tasks._common import (
     parse_number,
     yes_no,
 )
-from tasks._doc_answers import match_answer
-from tasks.mmdocir import MMDocIR, parse_pages, recall_at
-from tasks.mmmu import open_match
-from tasks.pope import Pope, PopeSample
-from tasks.refcocog import iou_scores, parse_bbox_xywh
+from tasks.mmdocir.task import MMDocIR, parse_pages, recall_at
+from tasks.mmlongbench_doc.answers import match_answer
+from tasks.mmmu.task import open_match
+from tasks.pope.task import Pope, PopeSample
+from tasks.refcocog.task import iou_scores, parse_bbox_xywh
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scoring"
 LETTERS = "ABCD"

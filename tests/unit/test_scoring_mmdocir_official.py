@@ -15,8 +15,8 @@ import pytest
 from harness.api.model import parse_box_text
 from harness.api.payloads import Generation
 from harness.api.task import ScoringContext
-from tasks._mmdocir_official import DOMAINS, layout_recall, micro_macro, overlap_area, page_recall
-from tasks.mmdocir import DocIRSample, MMDocIR
+from tasks.mmdocir.official import DOMAINS, layout_recall, micro_macro, overlap_area, page_recall
+from tasks.mmdocir.task import DocIRSample, MMDocIR
 
 DATA = json.loads(
     (Path(__file__).parents[1] / "data" / "scoring" / "mmdocir_official.json").read_text("utf-8")
@@ -105,7 +105,7 @@ def test_lenient_is_still_available_and_differs_where_the_release_does():
 
 
 def test_the_toy_declares_no_macro():
-    from tasks.mmdocir_mini import MMDocIRMini
+    from tasks.mmdocir.mini import MMDocIRMini
 
     task = MMDocIRMini(n=4)
     assert [m.name for m in task.metrics] == ["recall@1", "recall@3", "recall@5"]
@@ -118,7 +118,7 @@ def test_the_released_annotations_odd_layouts_are_accepted():
     """The three real questions the loader used to refuse (MMDocRAG/MMDocIR@394d84d
     dataset/MMDocIR_annotations.jsonl): a zero-width gold layout, and layouts on a page
     outside page_id (copied from the file)."""
-    from tasks._mmdocir_data import gold_layouts
+    from tasks.mmdocir.data import gold_layouts
 
     zero = {"page_id": [6], "layout_mapping": [
         {"page": 6, "page_size": [340.1570129394531, 467.7170104980469],

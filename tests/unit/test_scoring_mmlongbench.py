@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.api.payloads import Generation
+from harness.api.scoring import SCORING_MODES
 from harness.api.task import ScoringContext, build_task
-from tasks._extractor import RuleExtractor
-from tasks._scoring import SCORING_MODES
-from tasks.mmlongbench_doc import DocSample, MMLongBenchDoc
+from tasks.mmlongbench_doc.extractor import RuleExtractor
+from tasks.mmlongbench_doc.task import DocSample, MMLongBenchDoc
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scoring" / "modes_mmlongbench.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from harness.api.payloads import Generation
+from harness.api.scoring import SCORING_MODES, check_scoring, seeded_letter
 from harness.api.task import ScoringContext, build_task
-from tasks._scoring import SCORING_MODES, check_scoring, seeded_letter
-from tasks.mlvu import MLVU, MLVUSample
-from tasks.mmmu import MMMU, MMMUSample
-from tasks.pope import Pope, PopeSample
-from tasks.videomme import VideoMME, VideoMMESample
+from tasks.mlvu.task import MLVU, MLVUSample
+from tasks.mmmu.task import MMMU, MMMUSample
+from tasks.pope.task import Pope, PopeSample
+from tasks.videomme.task import VideoMME, VideoMMESample
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scoring"
 CTX = ScoringContext(parse_box=lambda text, size: None, seed=7)

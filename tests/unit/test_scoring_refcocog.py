@@ -20,7 +20,7 @@ from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import ScoringContext, build_task
 from tasks import _rec_official as official
-from tasks.refcocog import RefCOCOg, RefSample
+from tasks.refcocog.task import RefCOCOg, RefSample
 
 DATA = json.loads(
     (Path(__file__).resolve().parents[1] / "data/scoring/modes_refcocog.json").read_text(
@@ -33,7 +33,7 @@ KINDS |= {"other_language", "exponent", "leading_dot", "boundary", "lowercase"}
 
 
 def score(mode: str, reply: str, xywh, size, family, parse_box=None, monkeypatch=None) -> dict:
-    import tasks.refcocog as rc
+    import tasks.refcocog.task as rc
 
     monkeypatch.setattr(rc, "image_size", lambda src, where: tuple(size))  # no image file
     sample = RefSample("d", "the brown dog", Box.from_xywh(*xywh), None)

@@ -12,10 +12,10 @@ from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import MetricValue, SampleError, ScoringContext
 from harness.media.video import frame_positions_in_span, uniform_indices
-from tasks._vidstg_data import VidSTGSample, normalise_entry, parse_span, tube_scores, vidor_box
-from tasks.mlvu import MLVUSample, macro_average
-from tasks.mlvu import normalise_row as mlvu_row
-from tasks.videomme import normalise_row as videomme_row
+from tasks.mlvu.task import MLVUSample, macro_average
+from tasks.mlvu.task import normalise_row as mlvu_row
+from tasks.videomme.task import normalise_row as videomme_row
+from tasks.vidstg.data import VidSTGSample, normalise_entry, parse_span, tube_scores, vidor_box
 from tests.fixtures.make_video_fixtures import mlvu_rows, videomme_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scoring"
@@ -42,7 +42,7 @@ def test_tube_scores_cases(case):
 
 @pytest.mark.parametrize("case", VIDSTG["score_text"], ids=lambda c: c["name"])
 def test_vidstg_score_from_text(case):
-    from tasks.vidstg import VidSTG
+    from tasks.vidstg.task import VidSTG
 
     spec = VIDSTG["score_text_sample"]
     task = VidSTG(scoring="lenient")
@@ -64,7 +64,7 @@ def test_parse_span_cases(case):
 
 
 def test_vidstg_aggregate_by_sentence_type_and_evaluable():
-    from tasks.vidstg import VidSTG
+    from tasks.vidstg.task import VidSTG
 
     rows = [
         {"sentence_type": "declarative", "evaluable": True, "tIoU": 1.0, "vIoU": 0.6},
@@ -206,7 +206,7 @@ def test_mlvu_macro_average_cases(case):
 
 @pytest.mark.parametrize("case", CHOICE["letters"], ids=lambda c: c["output"])
 def test_choice_scoring_cases(case):
-    from tasks.mlvu import MLVU
+    from tasks.mlvu.task import MLVU
 
     sample = MLVUSample("q1", "q?", tuple(CHOICE["options"]), CHOICE["answer"], "count")
     row = MLVU(scoring="lenient").score(sample, Generation(case["output"]), PIXELS)
@@ -216,7 +216,7 @@ def test_choice_scoring_cases(case):
 
 
 def test_random_fallback_is_seeded_and_deterministic():
-    from tasks.videomme import VideoMME
+    from tasks.videomme.task import VideoMME
 
     sample = MLVUSample("q1", "q?", tuple(CHOICE["options"]), "A", "count")
     task = VideoMME(random_fallback=True, scoring="lenient")

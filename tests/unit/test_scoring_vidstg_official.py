@@ -20,8 +20,8 @@ import pytest
 from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import ScoringContext
-from tasks._vidstg_data import SENTENCE_TYPES, VidSTGSample, tube_scores, tubedetr_scores
-from tasks.vidstg import VidSTG
+from tasks.vidstg.data import SENTENCE_TYPES, VidSTGSample, tube_scores, tubedetr_scores
+from tasks.vidstg.task import VidSTG
 
 GOLD = Box(0, 0, 10, 10)
 HALF = Box(0, 0, 10, 5)  # IoU 0.5 with GOLD

@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parents[2]))
 
 from regen_modes import functions  # noqa: E402
 
-from tasks._page_refs import parse_pages, parse_regions  # noqa: E402
+from tasks.common.page_refs import parse_pages, parse_regions  # noqa: E402
 
 NAMES = [
     "precision", "recall", "ndcg", "average_precision", "mean_reciprocal_rank",
@@ -248,7 +248,8 @@ def main() -> None:
         ),
         "regenerate": (
             "python tests/data/scoring/regen_mmdocir_official.py --refs DIR (DIR holds the "
-            "released metric_eval.py); hand readings are asserted against tasks._page_refs first."
+            "released metric_eval.py); hand readings are asserted against "
+            "tasks.common.page_refs first."
         ),
         "page_size": [612, 792],
         "image_size": [306, 396],

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from harness.api.model import parse_box_text  # noqa: E402
-from tasks._vidstg_data import parse_span  # noqa: E402
+from tasks.vidstg.data import parse_span  # noqa: E402
 
 REPO, COMMIT = "antoyang/TubeDETR", "d70c0eed94da09a9a5e4329c937230ecfb1d3ee6"
 FPS = 5  # VidSTGEvaluator's fps (TubeDETR's default)
