@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
+import difflib
 import math
 import types
 import typing
@@ -137,7 +138,23 @@ def check_value(value: Any, hint: Any, where: str) -> None:
     if not matches(value, hint):
         raise TypeMismatch(
             f"{where} must be {describe(hint)}, got {_shown(value)} ({type(value).__name__})"
+            + _did_you_mean(value, hint)
         )
+
+
+def _did_you_mean(value: Any, hint: Any) -> str:
+    """The "; did you mean 'x'?" of a string close to a Literal's strings, else ""."""
+    if not isinstance(value, str):
+        return ""
+    options = [
+        arg
+        for opt in _options(hint)
+        if typing.get_origin(opt) is typing.Literal
+        for arg in typing.get_args(opt)
+        if isinstance(arg, str)
+    ]
+    close = difflib.get_close_matches(value, options, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def hints_of(obj: Any) -> dict[str, Any]:

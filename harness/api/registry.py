@@ -18,6 +18,7 @@ A plugin that fails to import is an error naming it, never silently skipped.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import importlib
@@ -98,6 +99,24 @@ class Registry(Generic[T]):
             return obj
 
         return decorate
+
+    @contextlib.contextmanager
+    def temporary(self, name: str, obj: T) -> Iterator[T]:
+        """Register ``obj`` as ``name`` for the duration of a ``with`` block (tests, notebooks).
+
+        The name must be free; on exit it is removed again, whatever happened inside.
+        """
+        self.discover()
+        if name in self._entries:
+            raise RegistryError(
+                f"duplicate {self.kind} name {name!r}: already registered by {self._origins[name]}"
+            )
+        self.register(name)(obj)
+        try:
+            yield obj
+        finally:
+            self._entries.pop(name, None)
+            self._origins.pop(name, None)
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> None:

@@ -29,7 +29,8 @@ own ranked list, so the retrieved pages are the pages it names, in order (parsed
 :func:`tasks.common.page_refs.parse_pages`, duplicates dropped), and the retrieved layouts are
 the regions "page N: [x1, y1, x2, y2]" it writes, in order, identical ones dropped; a reply
 naming fewer than k items retrieves fewer. Region boxes are read in the model family's
-convention (page-image pixels) and mapped to the annotation's page coordinates by ``page_size / image size``.
+convention (page-image pixels) and mapped to the annotation's page coordinates by
+``page_size / image size``.
 """
 
 from __future__ import annotations

@@ -225,3 +225,12 @@ def test_unwritable_output_is_named_without_writing(tmp_path, monkeypatch):
         check_writable(tmp_path / "ro")
     assert not (tmp_path / "ro" / "new").exists()
     check_writable(tmp_path / "ok" / "run")  # a missing path under a writable folder is fine
+
+
+def test_a_near_miss_of_a_literal_string_gets_a_did_you_mean():
+    hint = Literal["official", "lmms_eval", "lenient"] | None
+    with pytest.raises(TypeMismatch, match=r"got 'offical' \(str\); did you mean 'official'\?"):
+        check_value("offical", hint, "scoring")
+    with pytest.raises(TypeMismatch) as far:
+        check_value("zzz", hint, "scoring")
+    assert "did you mean" not in str(far.value)

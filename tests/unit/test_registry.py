@@ -91,3 +91,18 @@ def test_import_is_light():
 def test_cli_parser_is_light():
     snippet = "from harness.cli.main import build_parser\nbuild_parser()"
     assert _heavy_modules_after(snippet, ("torch", "transformers", "numpy")) == []
+
+
+def test_temporary_registration_is_removed_on_exit_and_refuses_taken_names():
+    obj = type("Probe", (), {})
+    with TASKS.temporary("temporary_probe", obj) as registered:
+        assert registered is obj and TASKS.get("temporary_probe") is obj
+    assert "temporary_probe" not in TASKS
+    with pytest.raises(RegistryError, match="duplicate task name 'pope'"):
+        with TASKS.temporary("pope", obj):
+            pass
+    assert TASKS.get("pope") is not obj
+    with pytest.raises(RuntimeError):
+        with TASKS.temporary("temporary_probe", obj):
+            raise RuntimeError("inside")
+    assert "temporary_probe" not in TASKS

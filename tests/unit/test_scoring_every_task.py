@@ -7,6 +7,7 @@ import pytest
 from harness.api.registry import TASKS
 from harness.api.scoring import SCORING_MODES
 from harness.api.task import build_task
+from harness.testing.task_checks import task_problems
 
 TASKS.discover()
 #: Built-in tasks only: test modules register their own (tests/toy_task.py's test_echo) when
@@ -34,6 +35,29 @@ def test_each_mode_is_taken_and_recorded_or_refused_by_name(name, mode):
             build_task(name, {"scoring": mode})
         return
     assert build_task(name, {"scoring": mode}).settings()["scoring"] == mode
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_builtin_task_meets_the_task_contract(name):
+    assert task_problems(name) == []
+
+
+def test_the_contract_check_finds_what_a_task_lacks():
+    from harness.api.registry import TASKS
+    from harness.api.task import MetricDef, Task
+
+    class NoModes(Task):
+        metrics = (MetricDef("exact", True, ""),)
+
+        def __init__(self, *, scoring: str = "lenient") -> None:
+            self.scoring = scoring
+
+    with TASKS.temporary("contract_probe", NoModes):
+        problems = task_problems("contract_probe")
+    assert any("no docstring" in p for p in problems)
+    assert any("has no description" in p for p in problems)
+    assert any("default scoring is None" in p for p in problems)
+    assert any("an unknown scoring mode is accepted" in p for p in problems)
 
 
 def test_grounded_tasks_are_the_four_evidence_benchmarks_and_their_minis():
