@@ -129,25 +129,21 @@ def _processor(family: str, cfg: dict[str, Any], vocab: int) -> Any:
             LlavaOnevisionImageProcessorPil,
         )
 
-        from harness.testing.tiny_processors import (
-            _CHATML_TEMPLATE,
-            _llava_tokenizer,
-            _with_pil_video,
-            pil_video_processor,
-        )
+        from harness.models.offline.tokenizer import CHATML_TEMPLATE, llava_tokenizer
+        from harness.models.offline.video import pil_video_processor, with_pil_video
 
         image = LlavaOnevisionImageProcessorPil(
             size={"height": 384, "width": 384}, image_grid_pinpoints=cfg["image_grid_pinpoints"]
         )
-        return _with_pil_video(LlavaOnevisionProcessor)(
-            image_processor=image, tokenizer=_llava_tokenizer(family, vocab, chatml=True),
+        return with_pil_video(LlavaOnevisionProcessor)(
+            image_processor=image, tokenizer=llava_tokenizer(family, vocab, chatml=True),
             video_processor=pil_video_processor(384), num_image_tokens=729,
             vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9",
-            chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
+            chat_template=CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
         )  # fmt: skip
-    from harness.testing.tiny_processors_qwen import tiny_qwen_processor
+    from harness.models.offline.qwen import qwen_processor
 
-    return tiny_qwen_processor(family, vocab, video_tokens=(4, 1 << 22))
+    return qwen_processor(family, vocab, video_tokens=(4, 1 << 22))
 
 
 def _inputs(family: str, processor: Any, frames: list[Any], fps: float = 2.0) -> dict[str, Any]:
@@ -250,7 +246,7 @@ def run_ttft(
     from harness.api.anatomy import geometry_of
     from harness.attention.dispatch import Plan, window_kernels_used
     from harness.bench.hybrid import flop_speedup_bound
-    from harness.testing.tiny import special_token_ids
+    from harness.models.offline.tokenizer import special_token_ids
 
     family, cfg = load_config_dict(model, shrink)
     vocab = (cfg if family == "qwen2_5_vl" else cfg["text_config"])["vocab_size"]

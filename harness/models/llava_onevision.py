@@ -14,7 +14,7 @@ Visual tokens, in feature order:
 
 Video goes through the processor's own video processor, which needs torchvision (without it
 transformers cannot build ``LlavaOnevisionProcessor`` at all; the CPU tests use a PIL stand-in
-from :mod:`harness.testing.tiny_processors`). Frames are pre-sampled: never resampled here.
+from :mod:`harness.models.offline.video`). Frames are pre-sampled: never resampled here.
 
 Boxes are written normalised to [0, 1] (``normalized``).
 """

@@ -4,8 +4,8 @@ Every builder is seeded, float32, eval mode, CPU, built from ``transformers`` co
 with ``attn_implementation="sdpa"`` for the whole model. Sizes are chosen so a forward over a
 few hundred tokens takes milliseconds, while each vision tower still accepts real images.
 
-Choices (documented because tiny processors in ``harness/testing/tiny_processors.py`` must
-match them):
+Choices (documented because tiny processors in ``harness/testing/tiny_processors.py`` and
+:mod:`harness.models.offline` must match them):
 
 - Text decoder: ``num_layers`` × ``num_heads`` query heads (``num_kv_heads`` KV heads) of
   ``head_dim``; ``hidden = num_heads · head_dim``; FFN ``2 · hidden``; no sliding layers
@@ -35,6 +35,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harness.models.offline.tokenizer import FAMILIES as TINY_FAMILIES
+from harness.models.offline.tokenizer import RESERVED as TINY_RESERVED
+from harness.models.offline.tokenizer import special_token_ids
+
 if TYPE_CHECKING:
     import torch
 
@@ -47,17 +51,6 @@ __all__ = [
     "tiny_text_inputs",
 ]
 
-TINY_FAMILIES = (
-    "qwen2_vl",
-    "qwen2_5_vl",
-    "qwen3_vl",
-    "llava",
-    "llava_next",
-    "llava_onevision",
-    "internvl",
-)
-TINY_RESERVED = 16
-"""Number of ids at the top of the vocabulary reserved for special tokens."""
 
 TINY_IMAGE_SIZE = {"llava": 112, "llava_next": 112, "llava_onevision": 112, "internvl": 112}
 """Vision-tower input size (square) of the families whose tower has a fixed size."""
@@ -93,33 +86,6 @@ def vision_geometry(family: str, geometry: str = "tiny") -> dict[str, Any]:
 
 _DEFAULT_VOCAB = 512
 _INIT = 0.2
-
-
-def special_token_ids(family: str, vocab_size: int = _DEFAULT_VOCAB) -> dict[str, int]:
-    """Special-token ids of a tiny model (they sit in the top :data:`TINY_RESERVED` ids).
-
-    Args:
-        family: One of :data:`TINY_FAMILIES`.
-        vocab_size: The vocabulary size the model was built with.
-
-    Returns:
-        ``{"image", "video", "vision_start", "vision_end", "eos", "pad", "bos"}`` → id. For
-        InternVL ``vision_start``/``vision_end`` stand for ``<img>``/``</img>``; families
-        without a video token still get an id (unused by the model).
-    """
-    _check_family(family)
-    if vocab_size < 2 * TINY_RESERVED:
-        raise ValueError(f"vocab_size must be ≥ {2 * TINY_RESERVED}, got {vocab_size}")
-    top = vocab_size - 1
-    return {
-        "image": top,
-        "video": top - 1,
-        "vision_start": top - 2,
-        "vision_end": top - 3,
-        "eos": top - 4,
-        "pad": top - 5,
-        "bos": top - 6,
-    }
 
 
 def _check_family(family: str) -> None:

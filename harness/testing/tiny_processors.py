@@ -2,19 +2,28 @@
 
 Each builder returns the family's real ``transformers`` processor class, with PIL image
 backends (torchvision is not required) and an offline tokenizer whose special tokens sit at
-the ids of :func:`harness.testing.tiny.special_token_ids`. Sizes match the tiny configs.
+the ids of :func:`harness.models.offline.tokenizer.special_token_ids`. Sizes match the tiny
+configs. The pieces (tokenizer, video stand-ins, the Qwen processors) are product code in
+:mod:`harness.models.offline`; the Qwen builder is
+:func:`harness.models.offline.qwen.qwen_processor`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.testing.processor_parts import as_pil, byte_tokenizer, clip_stats, video_processor_base
+from harness.models.offline.tokenizer import (
+    CHATML_TEMPLATE,
+    byte_tokenizer,
+    llava_tokenizer,
+    special_token_ids,
+)
+from harness.models.offline.video import pil_video_processor, with_pil_video
 from harness.testing.tiny import vision_geometry
 
 # --- LLaVA / LLaVA-NeXT / LLaVA-OneVision / InternVL (adapter helper for issue 3) -------------
 # Real processor classes with PIL image backends; offline byte-level tokenizers whose special
-# tokens sit at the ids harness.testing.tiny.special_token_ids gives the tiny models.
+# tokens sit at the ids special_token_ids gives the tiny models.
 
 _LLAVA_TEMPLATE = (
     "{% for message in messages %}"
@@ -32,83 +41,6 @@ _MISTRAL_TEMPLATE = (
     "{% if message['role'] == 'user' %}{{ ' [/INST]' }}{% endif %}"
     "{% endfor %}"
 )
-_CHATML_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
-    "{% for c in message['content'] if c['type'] == 'image' %}{{ IMAGE }}{% endfor %}"
-    "{% for c in message['content'] if c['type'] == 'video' %}{{ '<video>\n' }}{% endfor %}"
-    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] }}{% endfor %}"
-    "{{ '<|im_end|>\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-
-
-def _with_pil_video(cls: type) -> type:
-    """``cls`` accepting a :func:`pil_video_processor` (HF's class check needs torchvision)."""
-
-    def check_argument_for_proper_class(self: Any, argument_name: str, argument: Any) -> Any:
-        if argument_name == "video_processor" and type(argument).__name__ == "PilVideoProcessor":
-            return type(argument)
-        return cls.check_argument_for_proper_class(self, argument_name, argument)
-
-    check = {"check_argument_for_proper_class": check_argument_for_proper_class}
-    return type(cls.__name__, (cls,), check)
-
-
-def pil_video_processor(size: int) -> Any:
-    """A torchvision-free stand-in for the OneVision / InternVL video processors.
-
-    Like theirs: every frame squashed to ``size``² (bicubic), rescaled, CLIP mean/std;
-    pre-sampled frames are never resampled. Returns ``pixel_values_videos`` (B, T, 3, S, S).
-    """
-    import numpy as np
-    from PIL import Image
-    from transformers.image_processing_utils import BatchFeature
-    from transformers.video_utils import make_batched_videos
-
-    mean, std = (np.array(x, np.float32)[:, None, None] for x in clip_stats())
-
-    def preprocess(self: Any, videos: Any, **kwargs: Any) -> Any:
-        out = []
-        for video in make_batched_videos(videos):
-            frames = [as_pil(f).resize((size, size), Image.BICUBIC) for f in video]
-            arr = np.stack([np.asarray(f, np.float32).transpose(2, 0, 1) for f in frames])
-            out.append((arr / 255.0 - mean) / std)
-        if len({len(v) for v in out}) > 1:
-            raise ValueError("videos of one batch need the same number of frames")
-        data = {"pixel_values_videos": np.stack(out)}
-        return BatchFeature(data=data, tensor_type=kwargs.get("return_tensors"))
-
-    attrs = {
-        "preprocess": preprocess,
-        "model_input_names": ["pixel_values_videos"],
-        "size": {"height": size, "width": size},
-    }
-    return type("PilVideoProcessor", (video_processor_base(),), attrs)()
-
-
-def _llava_tokenizer(family: str, vocab_size: int, chatml: bool) -> Any:
-    from harness.testing.tiny import special_token_ids
-
-    ids = special_token_ids(family, vocab_size)
-    eos = "<|im_end|>" if chatml else "</s>"
-    specials = {
-        "<image>": ids["image"],
-        "<video>": ids["video"],
-        eos: ids["eos"],
-        "<pad>": ids["pad"],
-        "<s>": ids["bos"],
-    }
-    if chatml:
-        specials["<|im_start|>"] = ids["bos"] - 1
-    return byte_tokenizer(
-        vocab_size,
-        specials,
-        eos=eos,
-        pad="<pad>",
-        bos=None if chatml else "<s>",
-        image_token="<image>",
-        video_token="<video>",
-    )
 
 
 def _clip_llava_args(
@@ -119,7 +51,7 @@ def _clip_llava_args(
         "image_processor": image_cls(
             size={"shortest_edge": size}, crop_size={"height": size, "width": size}, **image_kw
         ),
-        "tokenizer": _llava_tokenizer(family, vocab_size, chatml=False),
+        "tokenizer": llava_tokenizer(family, vocab_size, chatml=False),
         "patch_size": 14,
         "vision_feature_select_strategy": "default",
         "num_additional_image_tokens": 1,
@@ -179,14 +111,14 @@ def tiny_llava_onevision_processor(vocab_size: int = 512, geometry: str = "tiny"
     image_processor = LlavaOnevisionImageProcessorPil(
         size={"height": size, "width": size}, image_grid_pinpoints=geo["pinpoints"]
     )
-    return _with_pil_video(LlavaOnevisionProcessor)(
+    return with_pil_video(LlavaOnevisionProcessor)(
         image_processor=image_processor,
-        tokenizer=_llava_tokenizer("llava_onevision", vocab_size, chatml=True),
+        tokenizer=llava_tokenizer("llava_onevision", vocab_size, chatml=True),
         video_processor=pil_video_processor(size),
         num_image_tokens=(size // 14) ** 2,
         vision_feature_select_strategy="full",
         vision_aspect_ratio="anyres_max_9",
-        chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
+        chat_template=CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<image>\n' }}"),
     )
 
 
@@ -201,8 +133,6 @@ def tiny_internvl_processor(vocab_size: int = 512, geometry: str = "tiny") -> An
     from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
         GotOcr2ImageProcessorPil,
     )
-
-    from harness.testing.tiny import special_token_ids
 
     ids = special_token_ids("internvl", vocab_size)
     specials = {
@@ -228,10 +158,10 @@ def tiny_internvl_processor(vocab_size: int = 512, geometry: str = "tiny") -> An
     image_processor = GotOcr2ImageProcessorPil(
         size={"height": size, "width": size}, crop_to_patches=True, max_patches=12
     )
-    return _with_pil_video(InternVLProcessor)(
+    return with_pil_video(InternVLProcessor)(
         image_processor=image_processor,
         tokenizer=tokenizer,
         video_processor=pil_video_processor(size),
         image_seq_length=(size // 28) ** 2,
-        chat_template=_CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<IMG_CONTEXT>\n' }}"),
+        chat_template=CHATML_TEMPLATE.replace("{{ IMAGE }}", "{{ '<IMG_CONTEXT>\n' }}"),
     )

@@ -15,8 +15,8 @@ from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.api.specs import ModelSpec  # noqa: E402
 from harness.attention.dispatch import ATTN_NAME  # noqa: E402
 from harness.models.hf import chat_messages, instruction_positions  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _CACHE: dict[str, object] = {}
@@ -25,7 +25,7 @@ _CACHE: dict[str, object] = {}
 def adapter(family: str):
     if family not in _CACHE:
         cls = MODEL_FAMILIES.get(family)
-        _CACHE[family] = cls.from_parts(build_tiny_model(family), tiny_qwen_processor(family))
+        _CACHE[family] = cls.from_parts(build_tiny_model(family), qwen_processor(family))
     return _CACHE[family]
 
 
@@ -184,7 +184,7 @@ def test_load_from_local_dir_offline(tmp_path, monkeypatch):
 
     def fake_processor(path, **kwargs):  # HF's Qwen video processor needs torchvision
         seen.update(path=path, **kwargs)
-        return tiny_qwen_processor("qwen2_vl")
+        return qwen_processor("qwen2_vl")
 
     monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", fake_processor)
     spec = ModelSpec(name="qwen2_vl", pretrained=str(tmp_path), args={"max_pixels": 50176})

@@ -35,9 +35,9 @@ from harness.api.payloads import (  # noqa: E402
     Video,
 )
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 from harness.testing.trace import draw_box, traced_positions  # noqa: E402
 
 FAMILIES = (
@@ -59,7 +59,7 @@ QWEN_VIDEO_TOKENS = (128, 768)
 @functools.cache
 def adapter(family: str):
     if family.startswith("qwen"):
-        processor = tiny_qwen_processor(
+        processor = qwen_processor(
             family, image_tokens=QWEN_IMAGE_TOKENS[family], video_tokens=QWEN_VIDEO_TOKENS
         )
         model = build_tiny_model(family)

@@ -31,8 +31,8 @@ from harness.api.payloads import (  # noqa: E402
     Video,
 )
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _CACHE: dict[str, object] = {}
@@ -41,7 +41,7 @@ _CACHE: dict[str, object] = {}
 def adapter(family: str):
     if family not in _CACHE:
         cls = MODEL_FAMILIES.get(family)
-        _CACHE[family] = cls.from_parts(build_tiny_model(family), tiny_qwen_processor(family))
+        _CACHE[family] = cls.from_parts(build_tiny_model(family), qwen_processor(family))
     return _CACHE[family]
 
 

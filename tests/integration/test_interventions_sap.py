@@ -9,8 +9,8 @@ from PIL import Image  # noqa: E402
 
 from harness.api.intervention import InterventionError  # noqa: E402
 from harness.attention.dispatch import current_plan  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.testing.tiny_processors import tiny_llava_processor  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 from interventions.ablate import Ablate  # noqa: E402
 from interventions.sap import SAP  # noqa: E402
 from tests.integration._interventions_util import boom, logits, pair, text_inputs  # noqa: E402
@@ -31,7 +31,7 @@ def llava_batch(texts=("hi there friend", "what")):
 
 
 def qwen_batch(family="qwen2_vl", texts=("hi", "what is it")):
-    proc = tiny_qwen_processor(family)
+    proc = qwen_processor(family)
     proc.tokenizer.padding_side = "left"
     msgs = [
         [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": t}]}]

@@ -14,13 +14,13 @@ from harness.api.specs import TaskSpec  # noqa: E402
 from harness.api.task import build_task  # noqa: E402
 from harness.metrics.geometry import erank, tme  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
+from harness.models.offline import qwen as offline_qwen  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
 from harness.probes.diagnose import rotary_identity  # noqa: E402
 from harness.probes.diagnose_run import run_diagnose  # noqa: E402
 from harness.probes.record import prepare_single  # noqa: E402
 from harness.probes.states import capture_states  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
-from harness.testing import tiny_processors_qwen as tpq  # noqa: E402
 from harness.testing.tiny import build_tiny_model, tiny_text_inputs  # noqa: E402
 from leaderboards.diagnostics import parse_diagnostics  # noqa: E402
 
@@ -43,7 +43,7 @@ def _finite(doc):
 
 def test_diagnose_writes_both_variants(tmp_path):
     adapter = Qwen2VLAdapter.from_parts(
-        build_tiny_model("qwen2_vl"), tpq.tiny_qwen_processor("qwen2_vl")
+        build_tiny_model("qwen2_vl"), offline_qwen.qwen_processor("qwen2_vl")
     )
     report = run_diagnose(
         adapter, [TaskSpec("refcocog_mini", limit=2, args={"n": 2})], tmp_path, progress=False

@@ -14,12 +14,12 @@ from harness.api.specs import TaskSpec  # noqa: E402
 from harness.api.task import build_task  # noqa: E402
 from harness.metrics.ram import ram_reference, spearman  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
+from harness.models.offline import qwen as offline_qwen  # noqa: E402
 from harness.models.qwen2_vl import Qwen2VLAdapter  # noqa: E402
 from harness.probes.rank import probe_task, run_rank  # noqa: E402
 from harness.probes.record import prepare_single, record_masses  # noqa: E402
 from harness.schema.ranking import load_ranking  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
-from harness.testing import tiny_processors_qwen as tpq  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
 
 _CACHE: dict[str, object] = {}
@@ -32,7 +32,7 @@ def tiny_adapter(family: str):
         else:
             ad = Qwen2VLAdapter.from_parts(
                 build_tiny_model("qwen2_vl", num_heads=6, num_kv_heads=2),
-                tpq.tiny_qwen_processor("qwen2_vl"),
+                offline_qwen.qwen_processor("qwen2_vl"),
             )
         _CACHE[family] = ad
     return _CACHE[family]

@@ -24,10 +24,10 @@ from harness.api.specs import InterventionSpec, RunSpec, TaskSpec  # noqa: E402
 from harness.api.task import build_task  # noqa: E402
 from harness.cli import main as cli  # noqa: E402
 from harness.cli.rescore import _parse_box  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.models.qwen_resize import resized_size  # noqa: E402
 from harness.run.evaluator import run_grid  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 REAL_IMAGE_TOKENS = {"qwen2_5_vl": (4, 16384), "qwen3_vl": (64, 16384)}
 """Merged tokens per image (pixels / cell²): 3136/28², 12845056/28²; 65536/32², 16777216/32²."""
@@ -44,7 +44,7 @@ def adapter(family: str, scripted: bool = False):
     cls = MODEL_FAMILIES.get(family)
     if scripted:
         cls = type(f"Scripted{cls.__name__}", (cls,), {"generate": _scripted_generate})
-    processor = tiny_qwen_processor(family, image_tokens=REAL_IMAGE_TOKENS[family])
+    processor = qwen_processor(family, image_tokens=REAL_IMAGE_TOKENS[family])
     return cls.from_parts(build_tiny_model(family), processor)
 
 

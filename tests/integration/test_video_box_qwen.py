@@ -42,9 +42,9 @@ from harness.api.specs import InterventionSpec, RunSpec, TaskSpec  # noqa: E402
 from harness.cli import main as cli  # noqa: E402
 from harness.cli.rescore import _parse_video_box  # noqa: E402
 from harness.models import qwen_resize  # noqa: E402
+from harness.models.offline.qwen import qwen_processor  # noqa: E402
 from harness.run.evaluator import run_grid  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from harness.testing.tiny_processors_qwen import tiny_qwen_processor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_IMAGE_TOKENS = (4, 16384)  # 3136 / 12845056 px at 28 px per merged token
@@ -176,7 +176,7 @@ def adapter(family: str, scripted: bool = False):
     cls = MODEL_FAMILIES.get(family)
     if scripted:
         cls = type(f"Scripted{cls.__name__}", (cls,), {"generate": _scripted_generate})
-    processor = tiny_qwen_processor(
+    processor = qwen_processor(
         family, image_tokens=REAL_IMAGE_TOKENS, video_tokens=UTILS_VIDEO_TOKENS
     )
     return cls.from_parts(build_tiny_model(family), processor)

@@ -152,6 +152,47 @@ def test_harness_top_level_holds_only_the_package_files():
     )
 
 
+def _private_names(module: str, source: str) -> list[str]:
+    """``module -> other.module._name`` for each private name ``module`` takes from another
+    project module (an ``__init__``'s included)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or node.level or node.module == module:
+            continue
+        if (node.module or "").split(".")[0] in PACKAGES:
+            found += [f"{module} -> {node.module}.{a.name}" for a in node.names if a.name[0] == "_"]
+    return found
+
+
+def test_bench_modules_share_only_public_names():
+    # What several bench commands need lives in harness.bench.kit, public.
+    private = [
+        hit
+        for name, path in _modules().items()
+        if name.startswith("harness.bench")
+        for hit in _private_names(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not private, "private names taken from another module:\n" + "\n".join(private)
+    src = "from harness.bench.hybrid import _sync, kept\nfrom harness.bench.kit import sync\n"
+    assert _private_names("harness.bench.ttft", src) == [
+        "harness.bench.ttft -> harness.bench.hybrid._sync"
+    ]
+
+
+def test_only_tests_import_the_test_helpers():
+    # harness.testing (tiny models and processors) serves the tests; product code (benches
+    # included, on the same layer) builds on harness.models.offline instead.
+    inside = lambda m: m == "harness.testing" or m.startswith("harness.testing.")  # noqa: E731
+    users = [
+        f"{module} -> {dep}"
+        for module, deps in import_graph().items()
+        if not inside(module)
+        for dep in deps
+        if inside(dep)
+    ]
+    assert not users, "product modules importing harness.testing:\n" + "\n".join(sorted(users))
+
+
 @pytest.mark.parametrize(
     "name", ["Task", "Intervention", "ModelAdapter", "HFAdapter", "load_adapter", "run_grid"]
 )
