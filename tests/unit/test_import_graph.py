@@ -252,12 +252,8 @@ def private_imports(modules: dict[str, Path] | None = None) -> list[tuple[str, s
     return sorted(set(found))
 
 
-# ttft still builds its tiny tokenizer from harness.testing (issue 27: moving to product code).
-KNOWN_PRIVATE_IMPORTS = {("harness.bench.ttft", "harness.testing.tiny_processors")}
-
-
 def test_no_private_imports_across_packages():
-    found = set(private_imports()) - KNOWN_PRIVATE_IMPORTS
+    found = set(private_imports())
     assert not found, "private imports across packages:\n" + "\n".join(
         f"{a} -> {b}" for a, b in sorted(found)
     )
