@@ -41,17 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Probe, write the ranking and the cross-task report, print the summary."""
     import sys
+    from pathlib import Path
 
     from harness.api.task import TaskLoadError, build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
-    from harness.run.outdir import OutputLock, check_writable
+    from harness.run.outdir import OutputLock, check_rank_dir
 
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
         build_task(spec.name, spec.args)
-    check_writable(args.output)
+    check_rank_dir(Path(args.output))  # a grid run's or main job's directory is refused
     adapter = load_model(args)
     try:
         with OutputLock(args.output, "rank output directory"):  # one rank per directory

@@ -56,11 +56,15 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    extra = json.loads(args.task_args) if args.task_args else None
+    shape = 'rescore: --task-args must be JSON {"task": {"arg": value}}'
+    try:
+        extra = json.loads(args.task_args) if args.task_args else None
+    except ValueError as exc:
+        raise ValueError(f"{shape}; it is not valid JSON ({exc})") from None
     if extra is not None and not (
         isinstance(extra, dict) and all(isinstance(v, dict) for v in extra.values())
     ):
-        raise ValueError('rescore: --task-args must be JSON {"task": {"arg": value}}')
+        raise ValueError(shape)
     path = rescore(
         args.run_dir, args.scoring, tasks=tasks, results_name=args.results, task_args=extra
     )
@@ -150,22 +154,30 @@ def rescore(
     ``task_args`` (``{task: {arg: value}}``) are merged into each task's recorded arguments
     (e.g. MMLongBench-Doc's answer extractor); they are recorded in the new file.
 
+    Only ``results_name`` and the sample logs its entries name are read, and only inside
+    ``run_dir`` (an entry whose ``samples_file`` leads elsewhere is refused); the logs are
+    never changed. The one file written is ``<results stem>.scoring-<scoring>.json``.
+
     Raises:
-        FileNotFoundError: no results file or a cell's sample log is missing.
+        FileNotFoundError: no results file.
+        harness.schema.results.ResultsError: a sample log missing, unnamed or outside
+            ``run_dir``; ``results_name`` not a file name inside ``run_dir``.
         ValueError: an unknown mode, or a mode a task does not have (names the task).
+        harness.run.outdir.OutputDirError: the new file cannot be written (disk full,
+            read-only), naming it.
     """
     from dataclasses import replace
 
     from harness.api.payloads import Generation
     from harness.api.scoring import check_scoring
     from harness.api.task import ScoringContext, build_task
-    from harness.schema.results import MetricRecord, SampleLog, load_results, unique_rows
+    from harness.run.outdir import writing
+    from harness.schema.results import MetricRecord, ResultsError, load_results
+    from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
 
     check_scoring("rescore", scoring)
     root = Path(run_dir)
-    source = root / results_name
-    if not source.is_file():
-        raise FileNotFoundError(f"rescore: no {results_name} in {str(root)!r}")
+    source = _results_file(root, results_name)
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
     ctx = ScoringContext(
@@ -190,11 +202,15 @@ def rescore(
             docs = {d.doc_id: d for d in task.load(split=entry.split)}
             built[key] = (task, docs)
         task, docs = built[key]
-        log_path = root / entry.samples_file
-        if not entry.samples_file or not log_path.is_file():
-            raise FileNotFoundError(f"rescore: sample log {str(log_path)!r} not found")
+        log_path = sample_log_path(root, entry, f"rescore: {source}")
+        if not log_path.is_file():
+            raise ResultsError(
+                f"rescore: {source}: the sample log of {entry.task}/{entry.intervention} "
+                f"(samples_file {entry.samples_file!r}) is not there; rescore reads the "
+                "logged replies, so restore that file or rerun the cell with `headscope run`"
+            )
         scores, failures, missing = [], [], []
-        rows, _ = unique_rows(SampleLog(log_path).read())
+        rows, _ = unique_rows(read_sample_rows(log_path))  # read only: never repaired here
         for row in rows:
             if "output" not in row:
                 continue  # skipped documents stay skipped
@@ -230,5 +246,26 @@ def rescore(
     settings = {**old.settings, "rescored_from": results_name}
     new = replace(old, entries=entries, settings=settings)
     out = root / f"{Path(results_name).stem}.scoring-{scoring}.json"
-    new.save(out)
+    with writing(out, "rescored results"):
+        new.save(out)  # atomic: the old file or the whole new one, never a part
     return out
+
+
+def _results_file(root: Path, name: str) -> Path:
+    """``root / name``, refused unless it is a results file inside ``root`` (links too)."""
+    from harness.schema.results import ResultsError
+
+    source = root / name
+    if Path(name).name != name or name in (".", ".."):
+        raise ResultsError(
+            f"rescore: --results {name!r} must name a file inside {str(root)!r} (a bare file "
+            "name such as results.json); rescore reads and writes the run directory only"
+        )
+    if not source.is_file():
+        raise FileNotFoundError(f"rescore: no {name} in {str(root)!r}")
+    if not source.resolve().is_relative_to(root.resolve()):
+        raise ResultsError(
+            f"rescore: {str(source)!r} is a link to {str(source.resolve())!r}, outside the "
+            "run directory; rescore reads and writes the run directory only"
+        )
+    return source

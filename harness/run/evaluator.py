@@ -31,10 +31,9 @@ from harness.schema.results import (
     MetricRecord,
     ResultEntry,
     RunResults,
-    SampleLog,
-    unique_rows,
     write_json_atomic,
 )
+from harness.schema.samples import SampleLog, unique_rows
 
 __all__ = ["run_grid", "EvaluationError", "BadDataError", "samples_filename"]
 

@@ -10,11 +10,14 @@ recognised as stale and taken over (the message says so).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,8 @@ __all__ = [
     "check_writable",
     "check_run_dir",
     "check_main_job_dir",
+    "check_rank_dir",
+    "writing",
 ]
 
 LOCK_FILE = ".headscope.lock"
@@ -53,6 +58,38 @@ def check_writable(path: str | Path, what: str = "output directory") -> None:
     if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
         who = "" if probe == path else f" (its parent {str(probe)!r} is not writable)"
         raise OutputDirError(f"{what} {str(path)!r} is not writable{who}")
+
+
+#: errno values that mean "the disk is full" and "this place cannot be written".
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+@contextmanager
+def writing(path: str | Path, what: str = "output") -> Iterator[None]:
+    """Turn an ``OSError`` raised while writing ``path`` into one :class:`OutputDirError` line.
+
+    The line names the path, the system's reason and what to do: a full disk (free space,
+    then rerun the same command) or a place that cannot be written (read-only file system,
+    no permission: choose another output). Other ``OSError``s are named the same way.
+    Writers used inside should be atomic (temp file + rename), so that the rerun finds
+    either the old file or none, never a part.
+
+    Example:
+        >>> with writing(out / "table.md", "leaderboard table"):  # doctest: +SKIP
+        ...     replace_atomically(out / "table.md", write)
+    """
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in _FULL:
+            hint = "free disk space there, then rerun the same command (it rewrites this file)"
+        elif exc.errno in _DENIED:
+            hint = "make it writable or choose another output directory, then rerun"
+        else:
+            hint = "fix the cause, then rerun the same command (it rewrites this file)"
+        raise OutputDirError(f"cannot write {what} {str(path)!r}: {reason}; {hint}") from None
 
 
 def _holder_text(info: dict[str, Any]) -> str:
@@ -214,3 +251,25 @@ def check_main_job_dir(out: Path, spec_file: str) -> None:
                 f"main job directory {str(out)!r} is not empty and holds no main-job output; "
                 "choose an empty or new directory"
             )
+
+
+#: Files whose presence marks a directory as a run of another command (grid or main job).
+_RUN_MARKERS = ("run_spec.json", "results.json", "summary.json", "samples")
+
+
+def check_rank_dir(out: Path) -> None:
+    """Refuse, writing nothing, an output directory that holds a grid run or a main job.
+
+    ``headscope rank`` writes ``ranking.json``, ``spearman.json`` and ``heatmaps/``; inside a
+    grid run's directory (``run_spec.json``, ``results.json``, ``samples/``) or at the top of
+    a main job's (``summary.json``, whose ranking lives in its own ``rank/``) those files
+    would sit among another command's outputs, and that run would no longer resume or be
+    read as one run.
+    """
+    check_writable(out, "rank output directory")
+    found = [name for name in _RUN_MARKERS if (out / name).exists()]
+    if found:
+        raise OutputDirError(
+            f"rank output directory {str(out)!r} holds another command's run ({found[0]}); "
+            "choose a directory of its own for --output, e.g. a new rank/ folder"
+        )

@@ -1,7 +1,7 @@
 """The versioned results schema — the only thing leaderboards read.
 
 A run directory holds ``results.json`` (a :class:`RunResults`) and per-sample
-logs ``samples/<cell>.jsonl`` (named by :mod:`harness.run.cells`; append-only, flushed per sample).
+logs ``samples/<cell>.jsonl`` (:mod:`harness.schema.samples`; named by :mod:`harness.run.cells`).
 JSON files are written atomically (temp file + rename) so a crash never leaves
 a half-written file behind.
 """
@@ -24,8 +24,6 @@ __all__ = [
     "MetricDefRecord",
     "ResultEntry",
     "RunResults",
-    "SampleLog",
-    "unique_rows",
     "ResultsError",
     "write_json_atomic",
     "file_mode",
@@ -291,82 +289,3 @@ def load_results(path: str | Path) -> RunResults:
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: invalid JSON: {exc}") from None
     return RunResults.from_dict(data, where=str(path))
-
-
-class SampleLog:
-    """Append-only JSONL log of per-sample rows, flushed after every row.
-
-    Reading tolerates a torn last line (a crash mid-write): it is dropped and the
-    file truncated to the last complete row, so a resumed run appends cleanly. Any other
-    line that is not a JSON row with a ``doc_id`` is damage, reported with its line number
-    (never truncated away).
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-
-    def read(self) -> list[dict[str, Any]]:
-        """All complete rows (repairs a torn tail)."""
-        if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        rows: list[dict[str, Any]] = []
-        good_end = 0
-        pos = 0
-        lines = raw.splitlines(keepends=True)
-        for number, line in enumerate(lines, 1):
-            pos += len(line)
-            last = number == len(lines)
-            try:
-                row = json.loads(line) if line.endswith(b"\n") or not last else None
-            except ValueError as exc:  # JSON or UTF-8
-                if last:
-                    break  # the torn tail of a crash: dropped below
-                raise ResultsError(
-                    f"{self.path}: line {number} is not valid JSON ({exc}); repair or delete "
-                    "that line, or delete the file to recompute this cell"
-                ) from None
-            if row is None:
-                break
-            if not isinstance(row, dict) or "doc_id" not in row:
-                raise ResultsError(
-                    f"{self.path}: line {number} is not a sample row (no doc_id); repair or "
-                    "delete that line, or delete the file to recompute this cell"
-                )
-            rows.append(row)
-            good_end = pos
-        if good_end != len(raw):
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_end)
-        return rows
-
-    def rewrite(self, rows: list[dict[str, Any]]) -> None:
-        """Replace the log by ``rows`` atomically (temp file + rename)."""
-
-        def write(fh: TextIO) -> None:
-            for row in rows:
-                fh.write(_jsonl(row) + "\n")
-
-        replace_atomically(self.path, write)
-
-    def append(self, row: dict[str, Any]) -> None:
-        """Append one row and flush it to disk."""
-        line = _jsonl(row)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-def _jsonl(row: dict[str, Any]) -> str:
-    return json.dumps(json_safe(row), default=_json_default, ensure_ascii=False, allow_nan=False)
-
-
-def unique_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Rows deduplicated by ``doc_id`` (the last row of a doc wins) and the number dropped."""
-    last: dict[Any, dict[str, Any]] = {}
-    for row in rows:
-        last.pop(row.get("doc_id"), None)  # re-insert: order follows the kept row
-        last[row.get("doc_id")] = row
-    return list(last.values()), len(rows) - len(last)

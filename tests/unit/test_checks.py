@@ -14,7 +14,8 @@ from harness.api.checks import TypeMismatch, check_value, matches
 from harness.api.intervention import InterventionError, build_intervention
 from harness.api.payloads import Box, EvidenceError
 from harness.api.specs import InterventionSpec, RunSpec, SpecError, TaskSpec
-from harness.schema.results import ResultsError, RunResults, SampleLog, write_json_atomic
+from harness.schema.results import ResultsError, RunResults, write_json_atomic
+from harness.schema.samples import SampleLog
 
 # (value, hint, accepted)
 TYPE_CASES = [
