@@ -9,9 +9,10 @@ evaluator hands them to the adapter (``ModelAdapter.gen_kwargs``), which passes
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["GEN_KWARGS", "check_gen_kwargs"]
+__all__ = ["GEN_KWARGS", "SEED_LIMIT", "check_gen_kwargs"]
 
 GEN_KWARGS: dict[str, tuple[type, ...]] = {
     "max_new_tokens": (int,),
@@ -23,8 +24,16 @@ GEN_KWARGS: dict[str, tuple[type, ...]] = {
 """Generation settings a run may set (``--gen_kwargs``), with their types."""
 
 
-def check_gen_kwargs(gen: Any) -> dict[str, Any]:
-    """Validate generation settings: known keys, right types, sane ranges.
+SEED_LIMIT = 2**64
+"""Sampled generation seeds torch's generator, which takes a seed below 2**64."""
+
+
+def check_gen_kwargs(gen: Any, seed: int | None = None) -> dict[str, Any]:
+    """Validate generation settings: known keys, right types, finite numbers, sane ranges.
+
+    Args:
+        gen: The settings.
+        seed: The run's seed; with ``do_sample`` it must be below :data:`SEED_LIMIT`.
 
     Raises:
         ValueError: naming the key at fault (``RunSpec`` turns it into a SpecError).
@@ -38,9 +47,16 @@ def check_gen_kwargs(gen: Any) -> dict[str, Any]:
         types = GEN_KWARGS[key]
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise ValueError(f"gen_kwargs {key}={value!r}: expected {types[0].__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"gen_kwargs {key}={value!r}: expected a finite number")
     for key in ("max_new_tokens", "num_beams"):
         if key in gen and gen[key] < 1:
             raise ValueError(f"gen_kwargs {key} must be ≥ 1, got {gen[key]}")
     if gen.get("temperature", 0) < 0 or not 0 < gen.get("top_p", 1) <= 1:
         raise ValueError("gen_kwargs: temperature must be ≥ 0 and top_p in (0, 1]")
+    if gen.get("do_sample") and seed is not None and not 0 <= seed < SEED_LIMIT:
+        raise ValueError(
+            f"gen_kwargs do_sample=true seeds torch's generator with the run's seed, which "
+            f"must be in [0, 2**64); got {seed}"
+        )
     return gen

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["split_top_level", "typed_value", "key_values"]
+__all__ = ["split_top_level", "typed_value", "key_values", "raw_value"]
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -51,6 +51,18 @@ def typed_value(text: str) -> Any:
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
         return [typed_value(x) for x in split_top_level(inner)] if inner else []
+    return text
+
+
+def raw_value(part: str) -> str:
+    """The value of one ``key=value`` part exactly as typed: no typing, outer quotes removed.
+
+    For a target whose type is a string (a revision ``1.10``, a checkpoint ``2024.10``), where
+    :func:`typed_value` would turn the text into a number and lose how it was written.
+    """
+    text = part.partition("=")[2].strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
     return text
 
 

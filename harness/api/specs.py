@@ -246,7 +246,7 @@ class RunSpec:
         from harness.api.generation import check_gen_kwargs
 
         try:
-            check_gen_kwargs(self.gen_kwargs)
+            check_gen_kwargs(self.gen_kwargs, self.seed)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
         cells = [(t.name, t.split, json.dumps(t.args, sort_keys=True)) for t in self.tasks]
@@ -326,13 +326,12 @@ def load_run_file(path: str | Path) -> RunSpec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"run file {str(path)!r} cannot be read: {exc}") from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    from harness.api.strict_yaml import RunFileError, load_json, load_yaml
 
-            data = yaml.safe_load(text)
+    try:
+        data = load_json(text) if path.suffix.lower() == ".json" else load_yaml(text)
+    except RunFileError as exc:
+        raise SpecError(f"run file {str(path)!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
         raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from None
     return RunSpec.from_dict(data, where=f"run file {path.name}")

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from harness.api.kv import key_values
+from harness.api.kv import key_values, raw_value
 from harness.api.specs import SpecError
 
 __all__ = [
@@ -23,8 +23,16 @@ __all__ = [
 ]
 
 
-def parse_mapping(text: str | None, flag: str) -> dict[str, Any]:
+def parse_mapping(
+    text: str | None, flag: str, strings: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
     """``--flag`` text → dict: a JSON object, or ``key=value,...`` with typed values.
+
+    Args:
+        text: The flag's text (None or empty: {}).
+        flag: The flag's name, for messages.
+        strings: Keys whose target is a string: in the ``key=value`` form their value is
+            kept exactly as typed (``revision=1.10`` stays ``"1.10"``, never the number 1.1).
 
     Raises:
         SpecError: malformed JSON, a part without ``=``, an empty or repeated key.
@@ -51,7 +59,7 @@ def parse_mapping(text: str | None, flag: str) -> dict[str, Any]:
             )
         if key in out:
             raise SpecError(f"{flag}: key {key!r} given twice")
-        out[key] = value
+        out[key] = raw_value(part) if key in strings else value
     return out
 
 

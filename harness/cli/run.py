@@ -189,10 +189,16 @@ def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
     from harness.cli._args import parse_mapping
 
     fields = {f.name: f for f in dataclasses.fields(ModelSpec)}
-    given = parse_mapping(args.model_args, "--model-args")
+    given = parse_mapping(args.model_args, "--model-args", strings=_string_fields(ModelSpec))
     model = dict(base or {})
     if args.model:
         model = {"name": args.model}
+    current = model.get("name", ModelSpec.name)
+    if "name" in given and given["name"] != current:
+        raise _spec_error(
+            f"--model-args name={given['name']!r} would switch the model family from "
+            f"{current!r}; choose the family with --model {given['name']}"
+        )
     options = dict(model.get("args") or {})
     for key, value in given.items():
         if key == "args":
@@ -201,7 +207,7 @@ def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
             options.update(value)
         elif key in fields:
             if key != "name" and isinstance(value, int | float) and not isinstance(value, bool):
-                value = str(value)  # typed k=v parsing turned e.g. a revision into a number
+                value = str(value)  # a number in the JSON form, for a string field
             model[key] = value
         else:
             options[key] = value  # a family option: the family refuses what it cannot use
@@ -210,6 +216,14 @@ def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
     if getattr(args, "device", None):
         model["device"] = args.device
     return ModelSpec.from_dict(model, "--model-args")
+
+
+def _string_fields(cls: type) -> frozenset[str]:
+    """Fields of dataclass ``cls`` whose type is a string (``str`` or ``str | None``)."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return frozenset(k for k, h in hints.items() if h is str or str in typing.get_args(h))
 
 
 def _spec_error(message: str) -> Exception:

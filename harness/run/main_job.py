@@ -111,7 +111,10 @@ class ProtocolConfig:
                 raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
         if self.seed < 0:
             raise SpecError(f"main job: seed must be ≥ 0, got {self.seed}")
-        check_gen_kwargs(self.gen_kwargs)
+        try:
+            check_gen_kwargs(self.gen_kwargs, self.seed)
+        except ValueError as exc:
+            raise SpecError(f"main job: {exc}") from None
 
 
 def real_model_defaults() -> dict[str, Any]:
@@ -126,11 +129,17 @@ def real_model_defaults() -> dict[str, Any]:
 
 
 def _task_spec(name: str, n: float, cfg: ProtocolConfig | None = None) -> Any:
+    """The TaskSpec of ``n`` documents of task ``name``.
+
+    A mini task generates ``n`` samples, at most its held-out split's size (as a real task's
+    size caps its limit).
+    """
     from harness.api.specs import TaskSpec
+    from harness.toy.scenes import HELD_OUT_SIZE
 
     extra = dict((cfg.task_args if cfg else {}).get(name, {}))
     if name.endswith("_mini") and n >= 1:
-        return TaskSpec(name, args={"n": int(n), **extra})
+        return TaskSpec(name, args={"n": min(int(n), HELD_OUT_SIZE), **extra})
     return TaskSpec(name, limit=n, args=extra)
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "SPLITS",
+    "HELD_OUT_SIZE",
     "COLORS",
     "SHAPES",
     "IMAGE_SIZE",
@@ -66,6 +67,9 @@ SPLITS = ("train", "validation", "test")
 # Content-hash buckets out of 10 per split.
 _PARTITION = {"train": range(0, 8), "validation": range(8, 9), "test": range(9, 10)}
 _MAX_TRIES = 10_000
+HELD_OUT_SIZE = 10_000
+"""Samples in each held-out split (validation, test) of a mini task: its data, which a
+``--limit`` beyond it does not extend (as a real benchmark's size caps a limit)."""
 
 
 @dataclass(frozen=True)

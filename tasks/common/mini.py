@@ -33,8 +33,13 @@ class MiniMixin:
     default_split = "test"
 
     def _init_mini(self, n: int, seed: int) -> None:
-        if n < 1:
-            raise ValueError(f"{self.kind}_mini: n must be ≥ 1, got {n}")
+        from harness.toy.scenes import HELD_OUT_SIZE
+
+        if not 1 <= n <= HELD_OUT_SIZE:
+            raise ValueError(
+                f"{self.kind}_mini: n must be in [1, {HELD_OUT_SIZE}] (the held-out split's "
+                f"size), got {n}"
+            )
         self.n, self.seed = n, seed
         self._questions: dict[str, str] = {}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from harness.api.kv import key_values, split_top_level, typed_value
@@ -47,3 +49,43 @@ def test_interventions_and_flags_read_key_values_alike(text):
 def test_intervention_errors_name_the_part(text, message):
     with pytest.raises(SpecError, match=message):
         parse_intervention(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "want"),
+    [
+        ("revision=1.10", "revision", "1.10"),
+        ("revision=123e456", "revision", "123e456"),
+        ("pretrained=2024.10", "pretrained", "2024.10"),
+        ("pretrained=007,revision=0x1F", "pretrained", "007"),
+        ("revision='2.0'", "revision", "2.0"),
+    ],
+)
+def test_model_args_strings_reach_the_spec_exactly_as_typed(text, field, want):
+    from harness.cli.run import add_arguments, model_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    spec = model_from_args(parser.parse_args(["--model", "llava", "--model_args", text]))
+    assert getattr(spec, field) == want
+
+
+def test_model_args_family_options_keep_their_types():
+    from harness.cli.run import add_arguments, model_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--model", "llava", "--model_args", "max_pixels=802816,x=0.5"])
+    assert model_from_args(args).args == {"max_pixels": 802816, "x": 0.5}
+
+
+def test_model_args_name_cannot_switch_the_family():
+    from harness.cli.run import add_arguments, model_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--model", "toy", "--model_args", "name=llava"])
+    with pytest.raises(SpecError, match="switch the model family from 'toy'.*--model llava"):
+        model_from_args(args)
+    same = parser.parse_args(["--model", "toy", "--model_args", "name=toy"])
+    assert model_from_args(same).name == "toy"

@@ -94,3 +94,56 @@ def test_geometry_counts():
         g.count(33)
     with pytest.raises(ValueError):
         g.check(Head(4, 0))
+
+
+def _laughs(levels: int = 9) -> str:
+    """A small YAML file whose aliases expand to 9**levels strings (billion laughs)."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines)
+
+
+def test_yaml_aliases_are_refused_before_they_expand(tmp_path):
+    """Before: the aliases were expanded when the spec was checked (minutes, gigabytes)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "laughs.yaml"
+    body = _laughs() + "\ntasks: [pope_mini]\ninterventions: [{name: ablate, args: {x: *a8}}]\n"
+    path.write_text(body)
+    assert len(body.encode()) < 1000
+    code = f"from harness.api.specs import load_run_file; load_run_file({str(path)!r})"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("a sub-kilobyte YAML file with aliases did not finish in 30 s")
+    assert "line 2: YAML aliases (*a0) are not allowed in a run file" in proc.stderr
+
+
+def test_a_self_referencing_alias_is_one_line(tmp_path):
+    path = tmp_path / "self.yaml"
+    path.write_text("tasks: &x [pope_mini, *x]\n")
+    with pytest.raises(SpecError, match=r"line 1: YAML aliases \(\*x\) are not allowed"):
+        load_run_file(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("dup.yaml", "tasks: [pope_mini]\nseed: 1\nseed: 2\n", "line 3: key 'seed' is given twice"),
+        (
+            "nested.yaml",
+            "tasks: [{name: pope_mini, limit: 1, limit: 2}]\n",
+            "key 'limit' is given twice",
+        ),
+        ("dup.json", '{"tasks": ["pope_mini"], "seed": 1, "seed": 2}', "key 'seed' is given twice"),
+    ],
+)
+def test_a_key_given_twice_is_refused(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_run_file(path)
