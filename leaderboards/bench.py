@@ -1,15 +1,17 @@
-"""Parse ``headscope bench hybrid`` / ``bench ram`` JSON rows into settings and measurements.
+"""Parse ``headscope bench hybrid`` / ``bench ram`` rows into settings and measurements.
 
-Accepted inputs (the ``--json`` output of the bench commands saved to a file):
+Inputs are bench files read by :class:`harness.schema.bench.BenchDocument` (tagged
+``headscope.bench_hybrid`` / ``headscope.bench_ram``); the columns shown:
 
-- ``bench hybrid``: ``{"rows": [{"length", "keep", "window", "dense_ms", "hybrid_ms",
-  "speedup", "bound", ...}], "model": ..., "settings": {...}}``; ``keep`` is the fraction
-  (or count) of heads kept with full attention, ``window`` the sliding window, ``bound`` the
-  FLOP-model speedup bound; ``speedup`` defaults to ``dense_ms / hybrid_ms``. Optional
-  measurements shown when present: ``kept_fraction`` (heads actually kept), ``sdpa_ms``,
-  ``dispatch_overhead`` (empty-plan dispatch vs plain sdpa) and ``speedup_cpu_time``.
-- ``bench ram``: ``{"rows": [{"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio",
-  "probe_ms", "eager_ms", "time_ratio", ...}]}``; ``eager_*`` are ``null`` where eager
+- ``bench hybrid``: rows ``{"length", "keep", "window", "dense_ms", "hybrid_ms", "speedup",
+  "bound", ...}``, top-level ``"model": ...`` and ``"settings": {...}`` optional; ``keep`` is
+  the fraction (or count) of heads kept with full attention, ``window`` the sliding window,
+  ``bound`` the FLOP-model speedup bound; ``speedup`` defaults to ``dense_ms / hybrid_ms``.
+  Optional measurements shown when present: ``kept_fraction`` (heads actually kept),
+  ``sdpa_ms``, ``dispatch_overhead`` (empty-plan dispatch vs plain sdpa) and
+  ``speedup_cpu_time``.
+- ``bench ram``: rows ``{"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio",
+  "probe_ms", "eager_ms", "time_ratio", ...}``; ``eager_*`` are ``null`` where eager
   attention could not run; missing ratios are computed when both sides exist.
 
 Settings vs measurements: only *settings* keep rows apart (groups, figure files). They are
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.schema.bench import BenchDocument
 from leaderboards.labels import model_display
 from leaderboards.settings import MergeError, combine, flatten, model_label, model_settings
 
@@ -107,18 +110,23 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
-    """Validate a ``bench hybrid`` (``kind="hybrid"``) or ``bench ram`` JSON document.
+def parse_bench(bench: BenchDocument, path: str | Path) -> BenchFile:
+    """Check the shown columns of a ``bench hybrid`` or ``bench ram`` file's rows.
+
+    Args:
+        bench: The file, read (:class:`harness.schema.bench.BenchDocument` of kind
+            ``hybrid`` or ``ram``).
+        path: Where it was read from.
 
     Raises:
         leaderboards.sources.MergeError: A row lacks a required field.
     """
-    path = Path(path)
+    path, kind = Path(path), bench.kind
     known = HYBRID_COLUMNS if kind == "hybrid" else RAM_COLUMNS
     required = (*HYBRID_COLUMNS[:5], "bound") if kind == "hybrid" else known[:2]
-    top = combine(model_settings(doc.get("model")), flatten(doc.get("settings") or {}))
+    top = combine(model_settings(bench.model), flatten(bench.settings))
     rows, models, configs, displays = [], [], [], []
-    for i, row in enumerate(doc["rows"]):
+    for i, row in enumerate(bench.rows):
         missing = [k for k in required if row.get(k) is None]
         if missing:
             raise MergeError(f"{path}: bench {kind} row {i} lacks {missing}")
@@ -130,7 +138,7 @@ def parse_bench(doc: dict[str, Any], path: str | Path, kind: str) -> BenchFile:
             k: v for k, v in row.items() if k not in known and k != "model" and is_setting(k, v)
         }
         rows.append(dict(row))
-        row_model = row.get("model", doc.get("model"))
+        row_model = row.get("model", bench.model)
         models.append(None if row_model is None else model_label(row_model))
         displays.append(None if row_model is None else model_display(row_model))
         configs.append(combine(top, model_settings(row.get("model")), flatten(extra)))

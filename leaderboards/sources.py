@@ -2,17 +2,21 @@
 
 ``headscope leaderboard A B C`` accepts run directories, single files, or folders holding
 several runs (searched recursively; ``samples/`` folders and hidden files are skipped).
-Every ``*.json`` found is recognised by its content:
+Every ``*.json`` found is recognised by its schema tag, never by guessing from its content:
 
 - ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.schema.results.RunResults`);
-- an lmms-eval ``*_results.json`` (``results`` + ``config`` + ``n-samples``) → a run converted
-  by :mod:`leaderboards.lmms_eval_source` (scoring ``lmms_eval``, source ``lmms-eval``);
 - ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.schema.ranking`);
-- ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file (:mod:`leaderboards.diagnostics`);
-- ``{"rows": [...]}`` from ``headscope bench hybrid --json`` (rows hold ``hybrid_ms``) or
-  ``headscope bench ram --json`` (rows hold ``probe_peak_mb``); a top-level ``"bench"`` of
-  ``"hybrid"`` / ``"ram"`` settles it explicitly;
-- anything else (``run_spec.json``, leaderboard outputs) is ignored.
+- ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file
+  (:mod:`harness.schema.diagnostics`, shown by :mod:`leaderboards.diagnostics`);
+- ``{"schema": "headscope.bench_<kind>", ...}`` → a bench file (:mod:`harness.schema.bench`):
+  ``hybrid`` and ``ram`` rows are shown; ``masks``, ``adaptive`` and ``ttft`` files are
+  skipped with a warning. Untagged files of an older headscope that carry ``"bench":
+  "hybrid"`` / ``"ram"`` are read, with a warning; untagged ``{"rows": [...]}`` is skipped
+  (refused when passed by name) with a hint to rerun the bench;
+- an untagged lmms-eval ``*_results.json`` (``results`` + ``config`` + ``n-samples``) → a run
+  converted by :mod:`leaderboards.lmms_eval_source` (scoring ``lmms_eval``, source
+  ``lmms-eval``): the one foreign format, recognised by its keys;
+- anything else (``run_spec.json``, ``profile.json``, leaderboard outputs) is ignored.
 
 Grouping: numbers are compared only under the same *settings*: everything recorded as
 changing numbers (model adapter settings minus identity, ``RunResults.settings``, task
@@ -79,30 +83,36 @@ class Sources:
         return not any(kinds)
 
 
-def classify(doc: Any) -> str | None:
-    """``results``, ``lmms_eval``, ``ranking``, ``diagnostics``, ``bench_*`` or None."""
-    if not isinstance(doc, dict) or doc.get("schema") == "headscope.leaderboard":
-        return None  # our own output tables (a leaderboard folder inside a run folder)
-    if doc.get("schema") == "headscope.results":
-        return "results"
-    from leaderboards.lmms_eval_source import is_lmms_eval_results
+SHOWN_BENCH_KINDS = ("hybrid", "ram")
+"""Bench kinds the leaderboard has tables for."""
 
-    if is_lmms_eval_results(doc):
-        return "lmms_eval"
-    if doc.get("format") == "headscope.ranking":
-        return "ranking"
-    if doc.get("schema") == "headscope.diagnostics":
-        return "diagnostics"
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+
+def classify(doc: Any) -> str | None:
+    """``results``, ``lmms_eval``, ``ranking``, ``diagnostics``, ``bench_<kind>`` or None.
+
+    Decided by the document's schema tag (``schema``, or ``format`` for rankings); an
+    untagged document is an lmms-eval results file, an older headscope bench file
+    (:func:`harness.schema.bench.bench_kind`) or nothing. ``bench`` (no kind): a
+    ``headscope.bench_*`` tag of an unknown kind, refused when loaded.
+    """
+    from harness.schema.bench import bench_kind, is_bench_tag
+    from harness.schema.results import SCHEMA_NAME
+    from leaderboards.diagnostics import DIAGNOSTICS_SCHEMA
+
+    if not isinstance(doc, dict):
         return None
-    if doc.get("bench") in ("hybrid", "ram"):
-        return f"bench_{doc['bench']}"
-    if all("hybrid_ms" in r for r in rows):
-        return "bench_hybrid"
-    if all("probe_peak_mb" in r for r in rows):
-        return "bench_ram"
-    return None
+    tag = doc.get("schema", doc.get("format"))
+    if tag is None:
+        from leaderboards.lmms_eval_source import is_lmms_eval_results
+
+        if is_lmms_eval_results(doc):
+            return "lmms_eval"
+    kind = bench_kind(doc)
+    if kind is not None:
+        return f"bench_{kind}"
+    tags = {SCHEMA_NAME: "results", "headscope.ranking": "ranking"}
+    tags[DIAGNOSTICS_SCHEMA] = "diagnostics"
+    return "bench" if is_bench_tag(doc) else tags.get(tag)
 
 
 def _files(path: Path) -> list[Path]:
@@ -141,11 +151,23 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
         from leaderboards.diagnostics import parse_diagnostics
 
         sources.diagnostics.append(parse_diagnostics(doc, path))
-    elif kind in ("bench_hybrid", "bench_ram"):
+    elif kind.startswith("bench"):
+        from harness.schema.bench import BenchDocument, BenchFormatError
         from leaderboards.bench import parse_bench
 
-        bench = parse_bench(doc, path, kind.removeprefix("bench_"))
-        getattr(sources, kind).append(bench)
+        try:
+            bench = BenchDocument.from_dict(doc, str(path))
+        except BenchFormatError as exc:
+            raise MergeError(str(exc)) from None
+        if bench.legacy:
+            sources.warnings.append(
+                f"{path}: untagged bench {bench.kind} file of an older headscope, read as such "
+                "(rerun the bench, or the main job, to get a tagged file)"
+            )
+        if bench.kind not in SHOWN_BENCH_KINDS:
+            sources.warnings.append(f"{path}: bench {bench.kind} rows have no leaderboard table")
+            return
+        getattr(sources, f"bench_{bench.kind}").append(parse_bench(bench, path))
 
 
 #: File names headscope writes: one of these that does not parse is an error, not a skip.
@@ -184,8 +206,17 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
                 continue
             kind = classify(doc)
             if kind is None:
+                untagged_rows = isinstance(doc, dict) and "rows" in doc and "schema" not in doc
+                hint = (
+                    " (untagged bench rows? rerun the bench with --json: it tags its output "
+                    '"schema": "headscope.bench_<kind>")'
+                    if untagged_rows
+                    else ""
+                )
                 if file == path:
-                    raise MergeError(f"{file}: not a headscope results/ranking/bench file")
+                    raise MergeError(f"{file}: not a headscope results/ranking/bench file{hint}")
+                if hint:
+                    sources.warnings.append(f"{file}: skipped{hint}")
                 continue
             try:
                 _add(sources, file, kind, doc)

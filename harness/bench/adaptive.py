@@ -35,6 +35,7 @@ from harness.bench.kit import (
     kept_heads,
     timed,
 )
+from harness.schema.bench import bench_document
 
 __all__ = ["run_bench", "main"]
 
@@ -168,7 +169,11 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     add("--dense-repeats", type=int, default=1, help="timed dense runs; 0 skips dense")
     add("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     add("--seed", type=int, default=0, help="inputs seed")
-    add("--json", action="store_true", help='print {"bench": "adaptive", "rows": [...]}')
+    add(
+        "--json",
+        action="store_true",
+        help="print a headscope.bench_adaptive JSON document",
+    )
     args = parser.parse_args(argv)
     if not 0.0 < args.visual_fraction < 1.0:
         parser.error("--visual-fraction must lie in (0, 1)")
@@ -179,7 +184,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         dense_repeats=args.dense_repeats, threads=args.threads, seed=args.seed,
     )  # fmt: skip
     if args.json:
-        print(json.dumps({"bench": "adaptive", "rows": rows}))
+        print(json.dumps(bench_document("adaptive", rows)))
         return 0
     cols = ("length", "estimate_ms", "hybrid_ms", "adaptive_ms", "dense_ms",
             "estimate_over_hybrid", "adaptive_overhead", "adaptive_over_same_heads",

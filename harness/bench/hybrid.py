@@ -33,6 +33,7 @@ from harness.bench.kit import (
     refuse_missing_device,
     timed,
 )
+from harness.schema.bench import bench_document
 
 __all__ = ["flop_speedup_bound", "run_bench", "main"]
 
@@ -255,7 +256,11 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0, help="weights and inputs seed")
     add_kernel_argument(parser)
-    parser.add_argument("--json", action="store_true", help='print {"rows": [...]}')
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a headscope.bench_hybrid JSON document",
+    )
     args = parser.parse_args(argv)
     if not (args.device == "cpu" or args.device.startswith("cuda")):
         parser.error(f"--device must be cpu or cuda, not {args.device!r}")
@@ -268,7 +273,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         seed=args.seed, warmup=args.warmup, kernel=args.kernel,
     )  # fmt: skip
     if args.json:
-        print(json.dumps({"rows": rows}))
+        print(json.dumps(bench_document("hybrid", rows)))
         return 0
     cols = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound",
             "of_bound", "sdpa_ms", "dispatch_overhead")  # fmt: skip

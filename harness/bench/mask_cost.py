@@ -25,6 +25,7 @@ from harness.bench.kit import (
     refuse_missing_device,
     sync,
 )
+from harness.schema.bench import bench_document
 
 __all__ = ["run_mask_cost", "main"]
 
@@ -105,7 +106,7 @@ def run_mask_cost(
 
 
 def main(argv: list[str] | None = None, description: str | None = None) -> int:
-    """CLI entry: ``headscope bench masks [options]``; prints the row as JSON.
+    """CLI entry: ``headscope bench masks [options]``; prints a ``headscope.bench_masks`` document.
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
@@ -152,5 +153,5 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         window=args.window, kernel=args.kernel, dtype=args.dtype, device=args.device,
         seed=args.seed,
     )  # fmt: skip
-    print(json.dumps(row))
+    print(json.dumps(bench_document("masks", [row])))
     return 0

@@ -35,6 +35,7 @@ from typing import Any
 
 from harness.bench.kit import bench_parser, refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
+from harness.schema.bench import bench_document
 
 __all__ = ["estimate_eager_gb", "run_bench", "main"]
 
@@ -76,7 +77,7 @@ def run_bench(
     seed: int = 0,
     timeout: float = 1800.0,
 ) -> dict[str, Any]:
-    """Measure every length; returns ``{"bench": "ram", "model", "settings", "rows", "details"}``.
+    """Measure every length; returns a ``headscope.bench_ram`` document (harness.schema.bench).
 
     ``rows`` hold exactly the leaderboard keys (``length``, ``probe_peak_mb``,
     ``eager_peak_mb``, ``mem_ratio`` = eager/probe, ``probe_ms``, ``eager_ms``, ``time_ratio``
@@ -135,8 +136,7 @@ def run_bench(
                 "max_eager_gb": max_eager_gb, "memory": "peak of the method's process minus "
                 "the baseline process's (same model and inputs, no forward)"}  # fmt: skip
     model = {"family": "random", "pretrained": f"random-{preset}-{layers}L"}
-    return {"bench": "ram", "model": model, "settings": settings, "rows": rows,
-            "details": details}  # fmt: skip
+    return bench_document("ram", rows, model=model, settings=settings, details=details)
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:

@@ -37,6 +37,7 @@ from harness.bench.kit import (
     refuse_missing_device,
     sync,
 )
+from harness.schema.bench import bench_document
 
 __all__ = ["MODELS", "build_config", "load_config_dict", "run_ttft", "synthetic_video", "main"]
 
@@ -305,7 +306,9 @@ def run_ttft(
 
 
 def main(argv: list[str] | None = None, description: str | None = None) -> int:
-    """CLI entry: ``headscope bench ttft [options]``; prints one JSON row per model.
+    """CLI entry: ``headscope bench ttft [options]``; one JSON line per model, as each ends.
+
+    Each line is a ``headscope.bench_ttft`` document holding that model's row.
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
@@ -349,5 +352,5 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
             keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
             kernel=args.kernel, dtype=args.dtype, device=args.device, seed=args.seed,
         )  # fmt: skip
-        print(json.dumps(row), flush=True)
+        print(json.dumps(bench_document("ttft", [row])), flush=True)
     return 0

@@ -184,6 +184,7 @@ def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) 
     with ``bench_lengths=None``: at the tasks' median prompt lengths.
     """
     from harness.bench.hybrid import run_bench
+    from harness.schema.bench import bench_document
     from harness.schema.results import write_json_atomic
 
     where: dict[str, Any] = {}
@@ -202,4 +203,4 @@ def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) 
         rows += run_bench(geometry=geometry, lengths=bench_lengths, keep=keep,
                           window=cfg.bench_window or window, scope="attention", repeats=3,
                           seed=cfg.seed, **where)  # fmt: skip
-    write_json_atomic(path, {"bench": "hybrid", "rows": rows})
+    write_json_atomic(path, bench_document("hybrid", rows))

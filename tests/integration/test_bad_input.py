@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main as cli_main
+from harness.schema.bench import bench_document
 
 RUN = ["run", "--tasks", "pope_mini", "--limit", "2", "--interventions", "none"]
 
@@ -55,7 +56,7 @@ def _bench_with_strings(tmp: Path) -> list[str]:
     row = {"length": "4K", "keep": 0.1, "window": 8, "dense_ms": 1.0, "hybrid_ms": 1.0,
            "speedup": "fast", "bound": 2.0}  # fmt: skip
     (tmp / "lb").mkdir()
-    (tmp / "lb" / "bench_hybrid.json").write_text(json.dumps({"bench": "hybrid", "rows": [row]}))
+    (tmp / "lb" / "bench_hybrid.json").write_text(json.dumps(bench_document("hybrid", [row])))
     return ["leaderboard", str(tmp / "lb"), "--quiet"]
 
 

@@ -28,4 +28,9 @@ def test_cli_dispatch_and_dense_skip(capsys):
     assert main([*argv, "--repeats", "1", "--dense-repeats", "0", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (row,) = doc["rows"]
-    assert doc["bench"] == "adaptive" and "dense_ms" not in row and "saved_ms" not in row
+    assert (
+        doc["schema"] == "headscope.bench_adaptive"
+        and doc["bench"] == "adaptive"
+        and "dense_ms" not in row
+        and "saved_ms" not in row
+    )

@@ -1,6 +1,8 @@
 """``headscope bench ttft``: real configs load with their published geometry; the whole path
 (processor → vision tower → decoder, dense and hybrid) runs on shrunk towers on the CPU."""
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -77,3 +79,16 @@ def test_bench_refuses_cuda_without_a_gpu(bench, capsys):
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--device cuda: device 'cuda' asked for, but CUDA is not available here" in err
     assert err.rstrip().endswith("use --device cpu")
+
+
+def test_ttft_cli_prints_one_tagged_document_per_model(capsys):
+    from harness.bench.ttft import main
+    from harness.schema.bench import BenchDocument
+
+    argv = ["--model", "qwen2_5_vl_7b", "--shrink", "--frames", "2", "--frame-size", "56"]
+    argv += ["--repeats", "1", "--window", "16", "--device", "cpu", "--dtype", "float32"]
+    assert main(argv) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    doc = BenchDocument.from_dict(json.loads(line))
+    assert doc.kind == "ttft" and not doc.legacy
+    assert [r["model"] for r in doc.rows] == ["qwen2_5_vl_7b"]

@@ -5,6 +5,8 @@ and block masks as the compiled kernel but materialises the scores, at small siz
 compiled kernel on CPU costs ~45 s of compilation per shape here, so its check is ``slow``.
 """
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -240,3 +242,14 @@ def test_mask_cost_bench_builds_masks_per_bucket_not_per_sample():
     assert row["type_builds"] == 2 * len(buckets)  # full + window type per bucket
     assert row["window_kernels"] == {"flex_eager": 2 * 5}
     assert 0 < row["mask_build_ms"] < row["hybrid_ms"]
+
+
+def test_mask_cost_cli_prints_a_tagged_document(capsys):
+    from harness.bench.mask_cost import main
+    from harness.schema.bench import BenchDocument
+
+    argv = ["--geometry", "tiny", "--layers", "1", "--samples", "2", "--min-length", "64"]
+    assert main([*argv, "--max-length", "80", "--window", "16"]) == 0
+    doc = BenchDocument.from_dict(json.loads(capsys.readouterr().out))
+    (row,) = doc.rows
+    assert doc.kind == "masks" and not doc.legacy and row["samples"] == 2

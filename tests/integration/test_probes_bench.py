@@ -65,7 +65,7 @@ def test_bench_ram_json_rows(capsys):
     assert detail["eager_status"] == "ok" and detail["ram_max_abs_diff"] <= 1e-6
     from leaderboards.sources import classify
 
-    assert classify(doc) == "bench_ram"
+    assert classify(doc) == "bench_ram" and doc["schema"] == "headscope.bench_ram"
 
 
 @pytest.mark.slow

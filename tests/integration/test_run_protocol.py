@@ -110,7 +110,9 @@ def tiny_llava_job(tmp_path_factory):
 
 def test_real_model_bench_times_its_own_geometry_device_and_dtype(tiny_llava_job):
     out = tiny_llava_job
-    rows = json.loads((out / "bench_hybrid.json").read_text())["rows"]
+    doc = json.loads((out / "bench_hybrid.json").read_text())
+    assert doc["schema"] == "headscope.bench_hybrid" and doc["schema_version"] == 1
+    rows = doc["rows"]
     lengths = json.loads((out / "sequence_lengths.json").read_text())
     assert rows and {r["geometry"] for r in rows} == {"model"}
     g = json.loads((out / "accuracy" / "results.json").read_text())["model"]["geometry"]

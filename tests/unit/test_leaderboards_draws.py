@@ -6,6 +6,7 @@ import statistics
 import pytest
 
 from harness.cli import main as harness_cli
+from harness.schema.bench import bench_document
 from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
 from leaderboards import build_tables, load_sources
 from leaderboards.accuracy import accuracy_draws_table, accuracy_summary_table, accuracy_table
@@ -205,7 +206,7 @@ def _bench_row(length, keep, dense, hybrid, **extra):
 def test_bench_measurements_never_split_groups(tmp_path):
     rows = [_bench_row(n, keep, 10.0 * n / 1024, 9.0 * n / 1024 * (1 + keep)) for n in (1024, 2048)
             for keep in (0.1, 0.25)]  # fmt: skip
-    (tmp_path / "bench_hybrid.json").write_text(json.dumps({"bench": "hybrid", "rows": rows}))
+    (tmp_path / "bench_hybrid.json").write_text(json.dumps(bench_document("hybrid", rows)))
     sources = load_sources([tmp_path])
     table = speedup_table(sources.bench_hybrid)
     keys = [c.key for c in table.columns]
@@ -228,7 +229,7 @@ def test_bench_measurements_never_split_groups(tmp_path):
 
 def test_bench_settings_do_split_groups(tmp_path):
     rows = [_bench_row(1024, 0.1, 10.0, 8.0), _bench_row(1024, 0.1, 12.0, 8.0, threads=8)]
-    (tmp_path / "b.json").write_text(json.dumps({"bench": "hybrid", "rows": rows}))
+    (tmp_path / "b.json").write_text(json.dumps(bench_document("hybrid", rows)))
     table = speedup_table(load_sources([tmp_path]).bench_hybrid)
     assert sorted(r["set:threads"] for r in table.rows) == ["2", "8"]
 

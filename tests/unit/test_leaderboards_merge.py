@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.schema.bench import bench_document
 from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
 from leaderboards.accuracy import accuracy_summary_table, accuracy_table
 from leaderboards.diagnostics import parse_diagnostics
@@ -161,18 +162,18 @@ def test_bench_rows_settings_and_conflicts(tmp_path):
     ]
     for name, dtype in (("a", "float32"), ("b", "bfloat16")):
         (tmp_path / f"{name}.json").write_text(
-            json.dumps({"model": "m", "settings": {"dtype": dtype}, "rows": rows})
+            json.dumps(bench_document("ram", rows, model="m", settings={"dtype": dtype}))
         )
     table = memory_table(load_sources([tmp_path]).bench_ram)
     assert sorted(r["set:dtype"] for r in table.rows) == ["bfloat16", "float32"]
     assert all(r["mem_ratio"] == 3.0 and r["time_ratio"] == 2.0 for r in table.rows)
     changed = [{**rows[0], "probe_ms": 9.0}]
     (tmp_path / "c.json").write_text(
-        json.dumps({"model": "m", "settings": {"dtype": "float32"}, "rows": changed})
+        json.dumps(bench_document("ram", changed, model="m", settings={"dtype": "float32"}))
     )
     with pytest.raises(MergeError, match="appears twice"):
         memory_table(load_sources([tmp_path]).bench_ram)
-    (tmp_path / "d.json").write_text(json.dumps({"bench": "hybrid", "rows": [{"length": 1}]}))
+    (tmp_path / "d.json").write_text(json.dumps(bench_document("hybrid", [{"length": 1}])))
     with pytest.raises(MergeError, match="lacks"):
         load_sources([tmp_path / "d.json"])
 

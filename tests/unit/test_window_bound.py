@@ -8,6 +8,7 @@ from harness.api.heads import Geometry
 from harness.bench.decoders import GEOMETRIES, PRESETS
 from harness.bench.hybrid import flop_speedup_bound, main
 from harness.bench.kit import kept_heads
+from harness.schema.bench import BenchDocument
 
 
 @pytest.mark.parametrize("n, expected", [(32 * 1024, 2.0), (64 * 1024, 3.0), (128 * 1024, 4.7)])
@@ -46,8 +47,9 @@ def test_bench_smoke(capsys):
     argv += ["--geometry", "tiny", "--warmup", "0"]
     for scope in ("attention", "layer"):
         assert main([*argv, "--scope", scope]) == 0
-        rows = json.loads(capsys.readouterr().out)["rows"]
-        assert len(rows) == 1
+        doc = BenchDocument.from_dict(json.loads(capsys.readouterr().out))
+        rows = doc.rows
+        assert doc.kind == "hybrid" and not doc.legacy and len(rows) == 1
         row = rows[0]
         for key in ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound"):
             assert key in row

@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness.schema.bench import bench_document  # noqa: E402
 from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults  # noqa: E402
 
 GOLDEN_ARGS = [
@@ -264,21 +265,22 @@ def _bench_row(length, keep, dense, hybrid, bound, speedup=None, sdpa=None):
     return row
 
 
-BENCH_HYBRID = {
-    "bench": "hybrid",
-    "model": {"family": "qwen2_vl", "pretrained": "tiny-qwen2vl"},
-    "settings": {"dtype": "float32", "attn_implementation": "sdpa", "device": "cpu"},
-    "rows": [
+BENCH_HYBRID = bench_document(
+    "hybrid",
+    [
         _bench_row(1024, 0.25, 10.0, 8.0, 1.6, speedup=1.25, sdpa=9.5),
         _bench_row(2048, 0.25, 30.0, 20.0, 2.4, speedup=1.5, sdpa=30.0),
         _bench_row(4096, 0.25, 100.0, 50.0, 3.2, speedup=2.0, sdpa=98.0),
         _bench_row(4096, 0.5, 100.0, 80.0, 1.9),
     ],
-}
-BENCH_RAM = {
-    "model": "tiny-qwen2vl",
-    "settings": {"dtype": "float32", "device": "cpu"},
-    "rows": [
+    model={"family": "qwen2_vl", "pretrained": "tiny-qwen2vl"},
+    settings={"dtype": "float32", "attn_implementation": "sdpa", "device": "cpu"},
+)
+BENCH_RAM = bench_document(
+    "ram",
+    model="tiny-qwen2vl",
+    settings={"dtype": "float32", "device": "cpu"},
+    rows=[
         {
             "length": 512,
             "probe_peak_mb": 100.0,
@@ -298,7 +300,7 @@ BENCH_RAM = {
             "time_ratio": None,
         },
     ],
-}
+)
 
 
 def diagnostics(variant, shift):

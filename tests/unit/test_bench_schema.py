@@ -1,0 +1,110 @@
+"""Bench files carry a schema tag (harness.schema.bench); the leaderboard dispatches on it."""
+
+import json
+
+import pytest
+
+from harness.schema.bench import (
+    BENCH_KINDS,
+    BenchDocument,
+    BenchFormatError,
+    bench_document,
+    bench_kind,
+)
+from leaderboards.settings import MergeError
+from leaderboards.sources import classify, load_sources
+
+HYBRID_ROW = {"length": 64, "keep": 0.25, "window": 16, "dense_ms": 2.0, "hybrid_ms": 1.0,
+              "speedup": 2.0, "bound": 2.5}  # fmt: skip
+RAM_ROW = {"length": 512, "probe_peak_mb": 10.0, "eager_peak_mb": 30.0, "probe_ms": 1.0,
+           "eager_ms": 2.0}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", BENCH_KINDS)
+def test_document_round_trips_with_its_tag(kind):
+    doc = bench_document(kind, [{"x": 1}], model="m", settings={"dtype": "float32"}, details=[])
+    assert doc["schema"] == f"headscope.bench_{kind}" and doc["schema_version"] == 1
+    assert doc["bench"] == kind
+    read = BenchDocument.from_dict(json.loads(json.dumps(doc)))
+    assert (read.kind, read.rows, read.model, read.settings) == (
+        kind,
+        ({"x": 1},),
+        "m",
+        {"dtype": "float32"},
+    )
+    assert read.extra == {"details": []} and not read.legacy
+    assert read.to_dict() == doc
+
+
+def test_the_tag_decides_not_the_row_keys():
+    # Rows holding hybrid_ms under a ram tag are a ram file (no sniffing either way) ...
+    assert classify(bench_document("ram", [HYBRID_ROW])) == "bench_ram"
+    # ... an adaptive file (its rows hold hybrid_ms too) is adaptive, not a hybrid file ...
+    assert classify(bench_document("adaptive", [HYBRID_ROW])) == "bench_adaptive"
+    # ... and untagged rows are nothing, whatever their keys.
+    assert classify({"rows": [HYBRID_ROW]}) is None and classify({"rows": [RAM_ROW]}) is None
+    assert classify({"schema": "headscope.bench_nope", "rows": [HYBRID_ROW]}) == "bench"
+
+
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ({**bench_document("hybrid", [HYBRID_ROW]), "schema_version": 2}, "schema_version 2"),
+        ({**bench_document("hybrid", [HYBRID_ROW]), "bench": "ram"}, "contradicts"),
+        (bench_document("hybrid", []), "non-empty list"),
+        ({"schema": "headscope.bench_nope", "rows": [HYBRID_ROW]}, "unknown bench schema"),
+        ({"rows": [HYBRID_ROW]}, "rerun the bench with --json"),
+    ],
+)
+def test_reader_refuses_what_does_not_follow_the_schema(doc, message):
+    with pytest.raises(BenchFormatError, match=message):
+        BenchDocument.from_dict(doc, "f.json")
+
+
+def _write(path, doc):
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_untagged_files_of_an_older_headscope_are_read_and_said_so(tmp_path):
+    # What the main job and `bench ram --json` wrote before the tag: an explicit "bench" key.
+    _write(tmp_path / "bench_hybrid.json", {"bench": "hybrid", "rows": [HYBRID_ROW]})
+    _write(tmp_path / "ram.json", {"bench": "ram", "model": "m", "rows": [RAM_ROW]})
+    assert bench_kind({"bench": "hybrid", "rows": []}) == "hybrid"
+    assert BenchDocument.from_dict({"bench": "ram", "rows": [RAM_ROW]}).legacy
+    sources = load_sources([tmp_path])
+    assert len(sources.bench_hybrid) == 1 and len(sources.bench_ram) == 1
+    assert sources.bench_hybrid[0].rows == (HYBRID_ROW,)
+    untagged = [w for w in sources.warnings if "untagged bench" in w]
+    assert len(untagged) == 2 and all("older headscope" in w for w in untagged)
+
+
+def test_untagged_rows_are_refused_by_name_and_skipped_with_a_hint_in_a_folder(tmp_path):
+    old = _write(tmp_path / "rows.json", {"rows": [HYBRID_ROW]})
+    with pytest.raises(MergeError, match=r"untagged bench rows\? rerun the bench with --json"):
+        load_sources([old])
+    _write(tmp_path / "b.json", bench_document("hybrid", [HYBRID_ROW]))
+    sources = load_sources([tmp_path])
+    assert len(sources.bench_hybrid) == 1
+    assert [w for w in sources.warnings if "rows.json: skipped (untagged" in w]
+
+
+def test_benches_without_a_table_are_skipped_with_a_warning(tmp_path):
+    _write(tmp_path / "a.json", bench_document("adaptive", [{**HYBRID_ROW, "estimate_ms": 1.0}]))
+    _write(tmp_path / "m.json", bench_document("masks", [{"samples": 2, "hybrid_ms": 3.0}]))
+    _write(tmp_path / "b.json", bench_document("hybrid", [HYBRID_ROW]))
+    sources = load_sources([tmp_path])
+    assert len(sources.bench_hybrid) == 1 and sources.bench_hybrid[0].path.name == "b.json"
+    notes = sorted(w for w in sources.warnings if "have no leaderboard table" in w)
+    assert len(notes) == 2 and "bench adaptive" in notes[0] and "bench masks" in notes[1]
+
+
+def test_a_bad_bench_file_is_an_error_naming_the_file(tmp_path):
+    bad = _write(
+        tmp_path / "b.json", {**bench_document("hybrid", [HYBRID_ROW]), "schema_version": 9}
+    )
+    with pytest.raises(MergeError, match=r"b\.json: headscope.bench_hybrid schema_version 9"):
+        load_sources([tmp_path])
+    _write(bad, {"schema": "headscope.bench_nope", "schema_version": 1, "rows": [HYBRID_ROW]})
+    with pytest.raises(MergeError, match="unknown bench schema 'headscope.bench_nope'"):
+        load_sources([bad])
