@@ -43,8 +43,11 @@ def yes_no(text: str) -> str | None:
     """``"yes"``/``"no"`` from an answer whose first word says so ("Yes.", "yes, there is").
 
     Falls back to a lone yes/no word anywhere in the text; None when neither or both occur.
+    Words are split at punctuation as well as at spaces, so a reply missing the space after
+    its full stop ("Yes.There is a fork.") still starts with "yes" (:func:`normalize_text`
+    deletes punctuation and would read "yesthere").
     """
-    words = normalize_text(text).split()
+    words = re.findall(r"[^\W_]+", str(text).lower())
     if not words:
         return None
     if words[0] in ("yes", "no"):

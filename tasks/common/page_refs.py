@@ -2,7 +2,8 @@
 
 headscope's own reading rule (the benchmark's release ranks pages by retriever scores and has
 no reply parser): pages are 1-based numbers in order of mention, ranges expand, and numbers
-that name a figure, table, section, equation, step, note or reference are not pages.
+that name a figure, table, section, equation, step, note or reference, or a quantity (a
+percentage, an amount of money, a decimal), are not pages.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ _NOT_PAGE = re.compile(
     r"items?|notes?|footnotes?|appendix|ref(?:erence)?s?)\.?\s*\d+(?:\.\d+)*",
     re.I,
 )
+# Quantities are not pages: "7%", "7 percent", "$7", "€1,200", "3.5".
+_QUANTITY = re.compile(
+    r"[$€£¥]\s*\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s*(?:%|percent\b|per\s*cent\b)|\d+\.\d+",
+    re.I,
+)
 _RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|through|thru)\s*(?:pages?\s*)?(\d+)", re.I)
 
 
@@ -24,10 +30,11 @@ def parse_pages(text: str, n_pages: int) -> list[int]:
     """1-based page numbers in order of mention → unique 0-based pages within the document.
 
     Numbers that name a figure, table, section, equation, step, note or reference ("(see
-    Figure 2)", "Table 3.1") are not pages; a range "3-7" / "3 to 7" / "pages 3 through 7"
+    Figure 2)", "Table 3.1") are not pages, nor are quantities (a percentage "7%" / "7
+    percent", an amount "$7", a decimal "3.5"); a range "3-7" / "3 to 7" / "pages 3 through 7"
     stands for every page in it (clipped to the document); out-of-document pages are dropped.
     """
-    text = _NOT_PAGE.sub(" ", str(text))
+    text = _QUANTITY.sub(" ", _NOT_PAGE.sub(" ", str(text)))
     out: list[int] = []
     pos = 0
     for match in _RANGE.finditer(text):

@@ -13,7 +13,9 @@
   Option: ("; a request here has no assistant prefix, so the primer ends the question, as
   in lmms-eval 0.7.3 (``mlvu_dev.yaml`` post_prompt). ``num_frames`` frames are
   sampled uniformly over the whole video.
-- Answers: the candidate text is turned into its letter once, at load.
+- Answers: the candidate text is turned into its letter once, at load: the letter of the LAST
+  candidate equal to it, as the release's ``choice_bench.py`` ``qa_template`` does (JUNJIE99/MLVU
+  @ fd060c1; six rows of the released annotations have duplicate candidates).
 - Scoring (``scoring``, recorded in settings; see :mod:`harness.api.scoring`):
 
   - ``official`` — MLVU ``evaluation/multiple_choice_evaluation/choice_bench.py::check_ans``
@@ -81,6 +83,10 @@ class MLVUSample:
     frames: tuple[Any, ...] = ()
 
 
+def _last_index(items: Sequence[str], value: str) -> int:
+    return len(items) - 1 - list(reversed(items)).index(value)
+
+
 def normalise_row(row: Mapping[str, Any], where: str) -> MLVUSample:
     """One MLVU row → :class:`MLVUSample` (answer text → letter).
 
@@ -93,10 +99,13 @@ def normalise_row(row: Mapping[str, Any], where: str) -> MLVUSample:
     if not 2 <= len(options) <= len(LETTERS):
         raise SampleError(f"{where}: needs 2–{len(LETTERS)} candidates, got {len(options)}")
     answer = str(row["answer"]).strip()
+    # The release's qa_template keeps the LAST candidate equal to the answer (six released
+    # rows have duplicate candidates), so the gold letter is the last match, not the first.
+    norm = [normalize_text(o) for o in options]
     if answer in options:
-        letter = LETTERS[options.index(answer)]
-    elif normalize_text(answer) in (norm := [normalize_text(o) for o in options]):
-        letter = LETTERS[norm.index(normalize_text(answer))]
+        letter = LETTERS[_last_index(options, answer)]
+    elif normalize_text(answer) in norm:
+        letter = LETTERS[_last_index(norm, normalize_text(answer))]
     elif len(answer) == 1 and answer in LETTERS[: len(options)]:
         letter = answer  # some copies store the letter itself
     else:

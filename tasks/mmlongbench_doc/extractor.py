@@ -6,9 +6,11 @@ the extracted answer. Two extractors, one of which is named in the task's settin
 ever stands in for the other:
 
 - :class:`RuleExtractor` (``extractor="rules"``): no model. Markdown and a leading
-  "Answer:" are dropped, surrounding whitespace and one final "." removed; a reply that says
-  the question cannot be answered ("not answerable", "unanswerable", "cannot be answered",
-  "not mentioned", "no information") becomes "Not answerable".
+  "Answer:" are dropped, surrounding whitespace and one final "." removed — unless the "."
+  ends an abbreviation ("10:30 a.m.", "U.S.", "J.", "Apple Inc.", "Jr."), where the release's
+  ``eval_score`` compares exactly (``is_exact_match``: "a.m." / "p.m.") or by ANLS; a reply
+  that says the question cannot be answered ("not answerable", "unanswerable", "cannot be
+  answered", "not mentioned", "no information", or just "N/A") becomes "Not answerable".
 - :class:`EndpointExtractor` (``extractor="openai"``): any OpenAI-compatible
   ``/chat/completions`` endpoint, by base URL and model name, sent the release's request
   (the prompt file as the user turn, then an assistant turn of two newlines,
@@ -39,6 +41,13 @@ _SAYS_NA = re.compile(
     r"no information|does not (?:contain|provide|mention|specify)",
     re.I,
 )
+_SAYS_NA_WHOLE = re.compile(r"n/a", re.I)  # the whole reply, "." allowed after it
+# A final "." that belongs to the last word: "a.m.", "U.S.", "e.g." (a dot inside the word),
+# an initial ("J.") or a common title / company abbreviation ("Inc.", "Jr.").
+_ABBREVIATION = re.compile(
+    r"(?:\b\w+\.\w+\.|\b[A-Za-z]\.|\b(?:inc|ltd|co|corp|jr|sr|st|dr|mr|mrs|ms|prof|etc|vs)\.)$",
+    re.I,
+)
 _MARKUP = re.compile(r"[*_`#]+")
 _LEAD = re.compile(r"^\s*(?:final\s+)?answer\s*[:：]\s*", re.I)
 
@@ -51,9 +60,11 @@ class RuleExtractor:
     def __call__(self, question: str, reply: str) -> str:
         """The extracted answer of one reply."""
         text = _LEAD.sub("", _MARKUP.sub("", str(reply))).strip()
-        if _SAYS_NA.search(text):
+        if _SAYS_NA.search(text) or _SAYS_NA_WHOLE.fullmatch(text.removesuffix(".")):
             return NOT_ANSWERABLE
-        return text[:-1].strip() if text.endswith(".") else text
+        if text.endswith(".") and not _ABBREVIATION.search(text):
+            return text[:-1].strip()
+        return text
 
     def settings(self) -> dict[str, Any]:
         """What to record."""

@@ -41,6 +41,11 @@ _LABELED = re.compile(
     r"\bstart(?:s|ing)?\b[^\d]{0,24}?(\d+).{0,60}?\bend(?:s|ing)?\b[^\d]{0,24}?(\d+)", re.I | re.S
 )
 _ONE = re.compile(r"\d+")
+# A list of three or more frames, "5, 6, 7, 8" or "5, 6, 7 and 8": the frames it names, so its
+# span runs from the smallest to the largest (read as "A, B" it would be the first two only).
+_LIST = re.compile(
+    r"(?<![\d.])\d+(?:\s*[,，]\s*\d+){1,}\s*(?:[,，]?\s*(?:and|&)\s*\d+)?(?!\d|\.\d)", re.I
+)
 # Boxes in any written form: "[..]" with three or more numbers ("[2, 6]" is a span),
 # "(x1,y1),(x2,y2)", "<|box_start|>..<|box_end|>".
 _BOXES = re.compile(
@@ -205,13 +210,18 @@ def parse_span(text: str) -> tuple[int, int] | None:
     "A–B", "A~B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before B:
     "Frame 3 through frame 7" is (3, 7)) or the same in other languages ("2 bis 6", "2 al 6",
     "2 à 6", "2 a 6", "第2帧到第6帧", "2から6", "с 2 по 6") or labelled ends ("Start: 2, End:
-    6", "starting at frame 2 and ending at frame 6"), whichever comes first; else the first
+    6", "starting at frame 2 and ending at frame 6") or a list of three or more frames ("frames
+    5, 6, 7, 8", "5, 6, 7 and 8": smallest to largest), whichever comes first; else the first
     lone number is a one-frame span. Reversed ends are swapped; None means no number outside
     the boxes.
     """
     head = _BOXES.sub(_drop_box, text)
     found = [m for m in (_SPAN.search(head), _LABELED.search(head)) if m]
     match = min(found, key=lambda m: m.start()) if found else None
+    listed = next((m for m in _LIST.finditer(head) if len(_ONE.findall(m.group())) >= 3), None)
+    if listed and (match is None or listed.start() <= match.start()):
+        frames = [int(n) for n in _ONE.findall(listed.group())]
+        return (min(frames), max(frames))
     if match:
         a, b = int(match.group(1)), int(match.group(2))
         return (min(a, b), max(a, b))

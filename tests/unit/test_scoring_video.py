@@ -303,3 +303,14 @@ def test_missing_pyav_gives_the_install_hint(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "av", None)  # makes `import av` raise ImportError
     with pytest.raises(ImportError, match=r"pip install 'headscope\[video\]'"):
         sample_frames(tmp_path / "x.mp4", 4)
+
+
+MLVU_GOLD = json.loads((DATA / "mlvu_gold_letter.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", MLVU_GOLD["cases"], ids=lambda c: c["kind"])
+def test_mlvu_gold_letter_equals_the_release_qa_template(case):
+    # Expected letters come from running JUNJIE99/MLVU's choice_bench.py MLVU.qa_template
+    # (regen_modes.py): the LAST candidate equal to the answer.
+    row = dict(mlvu_rows()[0], candidates=case["candidates"], answer=case["answer"])
+    assert mlvu_row(row, "r").answer == case["letter"]

@@ -143,6 +143,9 @@ POPE = [
     ("newline", "Yes\nThe dog is on the left.", "yes", "yes"),
     ("newline", "\nNo", "no", "no"),
     ("short", "Yes, it is.", "no", "yes"),
+    ("no_space", "Yes.There is a fork.", "yes", "yes"),
+    ("no_space", "No.There is no fork.", "no", "no"),
+    ("no_space", "Yes,there is.", "yes", "yes"),
 ]
 
 MC4 = ["red", "green", "blue", "yellow"]
@@ -398,6 +401,46 @@ MLVU = [
 ]
 
 
+# MLVU's gold letter (qa_template): (kind, candidates, answer)
+MLVU_GOLD = [
+    ("unique", ["a red car", "a blue bus", "a green bike", "a white truck"], "a blue bus"),
+    ("answer_twice", ["a red car", "a blue bus", "a red car", "a white truck"], "a red car"),
+    ("answer_thrice", ["two", "two", "three", "two"], "two"),
+    ("other_twice", ["two", "two", "three", "four"], "three"),
+    ("answer_first_and_last", ["yes", "no", "maybe", "yes"], "yes"),
+    ("six_options", ["1", "2", "3", "4", "5", "2"], "2"),
+]
+
+
+def method(path: Path, cls: str, name: str) -> object:
+    """One method of a class in a reference file, compiled alone (skips the file's imports)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    owner = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    node = next(n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    namespace: dict = {}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace[name]
+
+
+def mlvu_gold_letters(refs: Path) -> None:
+    """tests/data/scoring/mlvu_gold_letter.json: the letter qa_template gives each answer."""
+    qa_template = method(refs / FILES["mlvu"], "MLVU", "qa_template")
+    cases = []
+    for kind, candidates, answer in MLVU_GOLD:
+        data = {"question": "q", "candidates": candidates, "answer": answer}
+        _, gold = qa_template(None, data)  # "(X) answer text"
+        cases.append({"kind": kind, "candidates": candidates, "answer": answer, "letter": gold[1]})
+    repo, commit, path = REFS["mlvu"]
+    data = {
+        "provenance": f"https://github.com/{repo} @ {commit}, {path}::MLVU.qa_template",
+        "regenerate": "python tests/data/scoring/regen_modes.py --refs DIR (see its docstring)",
+        "cases": cases,
+    }
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    (HERE / "mlvu_gold_letter.json").write_text(text, encoding="utf-8")
+    print(f"mlvu_gold_letter.json: {len(cases)} cases")
+
+
 # (kind, reply, gold, answer_format, rules-extracted answer, lenient score)
 MMLB = [
     ("short", "12", "12", "Int", "12", 1.0),
@@ -439,7 +482,15 @@ MMLB = [
     ("date", "March 5, 2020", "2020-03-05", "Str", "March 5, 2020", 1.0),
     ("date", "5 March 2020", "March 5, 2020", "Str", "5 March 2020", 1.0),
     ("date", "2020-03", "2020-03", "Str", "2020-03", 1.0),
-    ("time", "9 a.m.", "9 a.m.", "Str", "9 a.m", 1.0),
+    ("time", "9 a.m.", "9 a.m.", "Str", "9 a.m.", 1.0),
+    ("time", "10:30 a.m.", "10:30 a.m.", "Str", "10:30 a.m.", 1.0),
+    ("abbreviation", "Apple Inc.", "Apple Inc.", "Str", "Apple Inc.", 1.0),
+    ("abbreviation", "U.S.", "U.S.", "Str", "U.S.", 1.0),
+    ("abbreviation", "Martin Luther King Jr.", "Martin Luther King Jr.", "Str",
+     "Martin Luther King Jr.", 1.0),
+    ("sentence_end", "Paris.", "Paris", "Str", "Paris", 1.0),
+    ("na", "N/A.", "Not answerable", "None", "Not answerable", 1.0),
+    ("na", "n/a", "Not answerable", "Str", "Not answerable", 1.0),
     ("email", "info@example.com", "info@example.com", "Str", "info@example.com", 1.0),
     ("page", "page 5", "page 5", "Str", "page 5", 1.0),
     ("lowercase", "not answerable", "Not answerable", "None", "Not answerable", 1.0),
@@ -722,4 +773,6 @@ def dump(name: str, bench: str, cases: list[dict]) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refs", type=Path, required=True, help="folder of released files")
-    build(parser.parse_args().refs)
+    refs = parser.parse_args().refs
+    build(refs)
+    mlvu_gold_letters(refs)
