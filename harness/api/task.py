@@ -185,6 +185,30 @@ class Task:
             out.append(MetricValue(metric.name, mean, err, len(vals)))
         return out
 
+    def reply_warnings(self, metrics: Sequence[MetricValue]) -> list[str]:
+        """Warnings about the replies as scored, recorded in the results and printed.
+
+        Default: when the task reports how many replies its parser read (a ``parse_rate``
+        metric, or POPE's ``unparsed_rate``) and it read none, the numbers measure the reply
+        format against the scoring mode, not the model (e.g. the toy's ``refcocog_mini``
+        under ``scoring=lmms_eval``, which reads only "[x1, y1, x2, y2]" in [0, 1]).
+        """
+        rates = {m.name: m for m in metrics if m.value is not None and m.n > 0}
+        if "parse_rate" in rates:
+            read = rates["parse_rate"].value
+        elif "unparsed_rate" in rates:
+            read = 1.0 - rates["unparsed_rate"].value
+        else:
+            return []
+        if read > 0:
+            return []
+        mode = self.settings().get("scoring", "unrecorded")
+        return [
+            f"no reply could be read under scoring {mode!r} (parse rate 0 over "
+            f"{max(m.n for m in rates.values())} replies): these numbers measure the reply "
+            "format, not the model; check the prompt's answer format or choose another --scoring"
+        ]
+
     def sample_log(self, sample: Any) -> dict[str, Any]:
         """Extra JSON-able fields for the per-sample log (targets, frame indices...)."""
         target = getattr(sample, "answer", None)

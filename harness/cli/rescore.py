@@ -23,6 +23,7 @@ Light at import: argparse only.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +230,17 @@ def rescore(
                 f"rescore: {len(missing)} logged document(s) of {entry.task} are not in the "
                 f"loaded data (first: {missing[0]!r}); point the task at the same data"
             )
+        aggregated = task.aggregate(scores)
         metrics = [
             MetricRecord(m.name, None if m.value != m.value else float(m.value), m.stderr, m.n)
-            for m in task.aggregate(scores)
+            for m in aggregated
         ]
+        warnings = task.reply_warnings(aggregated)
+        for warning in warnings:
+            print(
+                f"headscope: warning: {entry.task} / {entry.intervention}: {warning}",
+                file=sys.stderr,
+            )
         entries.append(
             replace(
                 entry,
@@ -241,6 +249,7 @@ def rescore(
                 metrics=metrics,
                 n_samples=len(scores),
                 failures=failures,
+                warnings=warnings,
             )
         )
     settings = {**old.settings, "rescored_from": results_name}

@@ -152,15 +152,15 @@ def _summarise(
     skipped = sum(1 for r in rows if "skipped" in r)
     if predict_only:  # outputs only: no scores, no metrics
         scored = [r for r in rows if "output" in r and "error" not in r]
-        metrics = []
+        metrics, warnings = [], []
     else:
         scored = [r for r in rows if "scores" in r]
-        metrics = [
-            MetricRecord(m.name, _finite(m.value), m.stderr, m.n)
-            for m in task.aggregate([r["scores"] for r in scored])
-        ]
+        aggregated = task.aggregate([r["scores"] for r in scored])
+        metrics = [MetricRecord(m.name, _finite(m.value), m.stderr, m.n) for m in aggregated]
+        warnings = task.reply_warnings(aggregated)
     timing = _timing_summary(scored)
     return {
+        "warnings": warnings,
         "metrics": metrics,
         "n_samples": len(scored),
         "n_skipped": skipped,
@@ -305,6 +305,10 @@ def _run(
                     continue
                 _write_merged_log(out / "samples" / fname, docs, rows)
             summary = _summarise(task, docs, rows, spec.predict_only)
+            for warning in summary["warnings"]:
+                print(
+                    f"headscope: warning: {tspec.name} / {ispec.label}: {warning}", file=sys.stderr
+                )
             entries.append(
                 ResultEntry(
                     task=tspec.name,

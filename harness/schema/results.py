@@ -148,6 +148,8 @@ class ResultEntry:
         failures: Per-sample failures ``{"doc_id", "error"}`` (not scored).
         samples_file: Per-sample log, relative to the run directory.
         timing: Timing summaries (ms): prefill / total per sample, medians.
+        warnings: What the task says about the scored replies (e.g. none could be parsed
+            under the scoring mode: :meth:`harness.api.task.Task.reply_warnings`).
     """
 
     task: str
@@ -163,6 +165,7 @@ class ResultEntry:
     failures: list[dict[str, Any]] = field(default_factory=list)
     samples_file: str = ""
     timing: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def metric(self, name: str) -> MetricRecord:
         """Look up a metric by name."""

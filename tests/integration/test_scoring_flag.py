@@ -165,3 +165,30 @@ def test_diagnose_records_the_mode_it_scored_with(tmp_path):
     assert cli.main(argv) == 0
     task = json.loads((out / "diagnostics_paper.json").read_text())["settings"]["tasks"][0]
     assert task["settings"]["scoring"] == task["args"]["scoring"] == "lmms_eval"
+
+
+def test_a_task_whose_replies_parse_at_rate_zero_is_flagged_in_results_and_log(
+    tmp_path, says_yes_dot, capsys
+):
+    # "Yes." holds no box: under lmms_eval (and every mode) refcocog_mini reads none of them;
+    # pope_mini reads every one.
+    flagged = _grid(tmp_path / "lm", "--tasks", "refcocog_mini,pope_mini", "--scoring", "lmms_eval")
+    by_task = {e["task"]: e for e in flagged["entries"]}
+    assert by_task["refcocog_mini"]["metrics"] and by_task["pope_mini"]["warnings"] == []
+    (warning,) = by_task["refcocog_mini"]["warnings"]
+    assert "no reply could be read under scoring 'lmms_eval'" in warning
+    assert "over 6 replies" in warning
+    err = capsys.readouterr().err
+    assert f"refcocog_mini / none: {warning}" in err and err.count("warning:") == 1
+
+
+def test_reply_warnings_read_parse_rate_or_unparsed_rate():
+    from harness.api.task import MetricValue, build_task
+
+    task = build_task("pope_mini")
+    assert task.reply_warnings([MetricValue("unparsed_rate", 1.0, 0.0, 5)])
+    assert task.reply_warnings([MetricValue("unparsed_rate", 0.8, 0.1, 5)]) == []
+    assert task.reply_warnings([MetricValue("parse_rate", 0.0, 0.0, 5)])
+    assert task.reply_warnings([MetricValue("parse_rate", 0.2, 0.1, 5)]) == []
+    assert task.reply_warnings([MetricValue("parse_rate", 0.0, None, 0)]) == []  # nothing scored
+    assert task.reply_warnings([MetricValue("accuracy", 0.0, 0.0, 5)]) == []
