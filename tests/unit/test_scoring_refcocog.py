@@ -19,7 +19,7 @@ import pytest
 from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Generation
 from harness.api.task import ScoringContext, build_task
-from tasks import _rec_official as official
+from tasks.refcocog import official
 from tasks.refcocog.task import RefCOCOg, RefSample
 
 DATA = json.loads(
