@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.api.errors import UsageError
 from leaderboards.formatting import FORMATS, Table, render, to_markdown
 from leaderboards.sources import Sources, load_sources
 
@@ -33,7 +34,7 @@ def parse_formats(values: Sequence[str]) -> list[str]:
             if not name:
                 continue
             if name not in FORMATS:
-                raise ValueError(f"unknown format {name!r}; choose from {sorted(FORMATS)}")
+                raise UsageError(f"unknown format {name!r}; choose from {sorted(FORMATS)}")
             if name not in out:
                 out.append(name)
     return out
@@ -130,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
     """Run ``headscope leaderboard``; returns the exit code."""
     formats = parse_formats(args.format or [DEFAULT_FORMATS])
     if args.n_boot < 1:
-        raise ValueError(f"--n-boot must be ≥ 1, got {args.n_boot}")
+        raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")
+    if args.output is not None:
+        from harness.run.outdir import check_writable
+
+        check_writable(args.output, "--output")
     sources = load_sources(args.inputs)
     for warning in sources.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "IDENTITY_KEYS",
     "MergeError",
@@ -46,7 +48,7 @@ _VIDEO_CAP = ("cap_pixels_per_frame", "max_video_tokens")
 UNRECORDED_SCORING = "unrecorded"
 
 
-class MergeError(ValueError):
+class MergeError(UsageError):
     """Inputs that cannot be merged (conflicting duplicates, unknown files)."""
 
 

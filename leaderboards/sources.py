@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
 from leaderboards.settings import (
     MergeError,
     check_scoring,
@@ -119,7 +120,7 @@ def _files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise FileNotFoundError(f"no such results file or directory: {str(path)!r}")
+        raise UsageError(f"no such results file or directory: {str(path)!r}")
     skip = lambda parts: any(x == "samples" or x.startswith(".") for x in parts)  # noqa: E731
     return [p for p in sorted(path.rglob("*.json")) if not skip(p.relative_to(path).parts)]
 
@@ -180,7 +181,7 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
     """Load every recognised file under ``paths`` (see the module docstring).
 
     Raises:
-        FileNotFoundError: A path does not exist.
+        harness.api.errors.UsageError: A path does not exist.
         MergeError: A file passed explicitly is not a headscope output, or nothing was found.
         harness.schema.results.ResultsError: A results file does not follow its schema.
     """

@@ -17,6 +17,8 @@ import types
 import typing
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "TypeMismatch",
     "matches",
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 
-class TypeMismatch(ValueError):
+class TypeMismatch(UsageError):
     """A value whose type does not match the declared one (the message names the field)."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.api.errors import UsageError
+
 if TYPE_CHECKING:
     from harness.api.model import ModelAdapter
     from harness.api.specs import InterventionSpec
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Intervention", "InterventionError", "build_intervention"]
 
 
-class InterventionError(ValueError):
+class InterventionError(UsageError):
     """Bad intervention arguments, or two interventions that conflict."""
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from harness.api.errors import UsageError
+
 T = TypeVar("T")
 
 __all__ = [
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 
-class RegistryError(ValueError):
+class RegistryError(UsageError):
     """Raised on duplicate registration or lookups that cannot be satisfied."""
 
 

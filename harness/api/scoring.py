@@ -22,6 +22,8 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
+from harness.api.errors import UsageError
+
 __all__ = ["SCORING_MODES", "ScoringMode", "check_scoring", "seeded_letter", "FALLBACK_RULE"]
 
 ScoringMode = Literal["official", "lmms_eval", "lenient"]
@@ -31,22 +33,22 @@ FALLBACK_RULE = "random.Random(f'{seed}:{doc_id}').choice(letters)"
 
 
 def check_scoring(task: str, mode: str, modes: Sequence[str] = SCORING_MODES) -> str:
-    """Return ``mode`` when ``task`` supports it, else raise a ValueError naming the choices.
+    """Return ``mode`` when ``task`` supports it, else raise a UsageError naming the choices.
 
     Raises:
-        ValueError: an unknown mode (with a did-you-mean) or one this task does not have
+        UsageError: an unknown mode (with a did-you-mean) or one this task does not have
             (``lmms_eval`` for a benchmark lmms-eval 0.7.3 does not ship).
     """
     if mode in modes:
         return mode
     if mode in SCORING_MODES:
         why = "lmms-eval 0.7.3 has no such task" if mode == "lmms_eval" else "not implemented"
-        raise ValueError(
+        raise UsageError(
             f"{task}: scoring {mode!r} is not available for this task ({why}); it has {list(modes)}"
         )
     close = difflib.get_close_matches(str(mode), SCORING_MODES, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"{task}: unknown scoring {mode!r}, choose one of {list(modes)}{hint}")
+    raise UsageError(f"{task}: unknown scoring {mode!r}, choose one of {list(modes)}{hint}")
 
 
 def seeded_letter(letters: Sequence[str], seed: int, doc_id: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
 from harness.api.kv import key_values
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 DEFAULT_MODEL = "toy"
 
 
-class SpecError(ValueError):
+class SpecError(UsageError):
     """A malformed spec (usage error: exit code 2 on the command line)."""
 
 

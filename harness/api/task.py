@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Box, Evidence, Generation, Request
 
 __all__ = [
@@ -32,15 +33,18 @@ __all__ = [
 ]
 
 
-class TaskLoadError(RuntimeError):
-    """The task's documents could not be loaded (names the task and the cause)."""
+class TaskLoadError(UsageError, RuntimeError):
+    """The task's documents could not be loaded (names the task and the cause; a usage error).
+
+    Still a ``RuntimeError`` too, as it was before :class:`UsageError` existed.
+    """
 
 
-class SampleError(ValueError):
+class SampleError(UsageError):
     """One malformed row or unreadable media file; the message names the row / file."""
 
 
-class BadDataError(ValueError):
+class BadDataError(UsageError):
     """Malformed data that stops a run, and what to do about it (a usage error: exit code 2)."""
 
     FIX = "fix or remove it, or pass --skip-bad-docs to count and skip such samples"
@@ -244,20 +248,21 @@ def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
 
     Raises:
         harness.api.registry.UnknownNameError: unknown task name (with suggestions).
-        ValueError: an argument the task does not take.
+        UsageError: an argument the task does not take, of the wrong type, or that its
+            constructor refuses (a ``ValueError`` or ``TypeError`` from it).
     """
     from harness.api.registry import TASKS
 
     cls = TASKS.get(name)
     if args is not None and not isinstance(args, dict):
-        raise ValueError(f"task {name!r}: args must be a mapping, got {args!r:.60}")
+        raise UsageError(f"task {name!r}: args must be a mapping, got {args!r:.60}")
     args = dict(args or {})
     params = inspect.signature(cls.__init__).parameters
     accepted = {p for p in params if p != "self"}
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         unknown = sorted(set(args) - accepted)
         if unknown:
-            raise ValueError(
+            raise UsageError(
                 f"task {name!r} does not take argument(s) {unknown}; "
                 f"it takes {sorted(accepted) or 'none'}"
             )
@@ -265,15 +270,17 @@ def build_task(name: str, args: dict[str, Any] | None = None) -> Task:
     try:
         obj = cls(**args)
     except TypeError as exc:
-        raise ValueError(f"task {name!r}: bad arguments {args}: {exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"task {name!r}: {exc}" if name not in str(exc) else str(exc)) from None
+        raise UsageError(f"task {name!r}: bad arguments {args}: {exc}") from exc
+    except ValueError as exc:  # the constructor's own checks of its arguments
+        hint = getattr(exc, "hint", None)
+        text = f"task {name!r}: {exc}" if name not in str(exc) else str(exc)
+        raise UsageError(text, hint=hint) from exc
     obj._args = args  # type: ignore[attr-defined]
     return obj
 
 
 def _check_arg_types(name: str, cls: type, args: dict[str, Any]) -> None:
-    """Each argument against the type its ``__init__`` declares (ValueError naming it)."""
+    """Each argument against the type its ``__init__`` declares (UsageError naming it)."""
     from harness.api.checks import TypeMismatch, check_value, hints_of
 
     hints = hints_of(cls.__init__)
@@ -282,4 +289,4 @@ def _check_arg_types(name: str, cls: type, args: dict[str, Any]) -> None:
             try:
                 check_value(value, hints[key], f"task {name!r}: argument {key}")
             except TypeMismatch as exc:
-                raise ValueError(str(exc)) from None
+                raise UsageError(str(exc)) from None

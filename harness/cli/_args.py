@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from harness.api.errors import UsageError
 from harness.api.kv import key_values, raw_value
 from harness.api.specs import SpecError
 
@@ -109,7 +110,7 @@ def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[di
     that would give each its default mode; other construction errors are left to the run.
 
     Raises:
-        ValueError: an unknown mode (did-you-mean), or tasks without ``mode``.
+        UsageError: an unknown mode (did-you-mean), or tasks without ``mode``.
     """
     import json
 
@@ -125,7 +126,7 @@ def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[di
             continue
         try:
             build_task(name, new)
-        except ValueError as exc:
+        except UsageError as exc:
             try:
                 own = build_task(name, args).settings().get("scoring")
             except Exception:  # noqa: BLE001 - fails without the mode too: the run reports it
@@ -133,9 +134,9 @@ def apply_scoring(mode: str, tasks: list[tuple[str, dict[str, Any]]]) -> list[di
             lacking.append(f"task {name!r}: {str(exc).removeprefix(f'task {name!r}: ')}")
             fix[name] = {"scoring": own}
     if lacking:
-        raise ValueError(
-            f"--scoring {mode}: {'; '.join(lacking)}. Give each its own mode to go on, e.g. "
-            f"--task-args '{json.dumps(fix)}'"
+        raise UsageError(
+            f"--scoring {mode}: {'; '.join(lacking)}",
+            hint=f"give each its own mode to go on, e.g. --task-args '{json.dumps(fix)}'",
         )
     return out
 

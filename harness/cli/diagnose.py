@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from harness.api.errors import UsageError
 from harness.cli._probe_args import add_common_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.cli._args import apply_scoring
 
         if args.no_generate:
-            raise ValueError("--scoring: nothing is scored under --no-generate; drop one")
+            raise UsageError("--scoring: nothing is scored under --no-generate; drop one")
         new = apply_scoring(args.scoring, [(s.name, dict(s.args)) for s in tspecs])
         tspecs = [replace(s, args=a) for s, a in zip(tspecs, new, strict=True)]
     for spec in tspecs:

@@ -1,10 +1,18 @@
 """The ``headscope`` command line.
 
 Subcommands: ``list``, ``run``, and the ones living in their own modules
-(``rank``, ``diagnose``, ``bench``, ``leaderboard``), each loaded only when used.
-Usage errors (unknown names, malformed run files, bad arguments) print one clear
-message and exit with code 2; a run that fails midway exits with code 1 and can
-be resumed by rerunning the same command.
+(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``), each loaded only
+when used. Exit codes:
+
+- 0: done;
+- 2: a usage error (:class:`harness.api.errors.UsageError`: an unknown name, a
+  malformed run file, a bad flag or path): one line with a fix hint;
+- 1: a run that failed midway (rerun the same command to resume), or a bug: one
+  line naming the exception and the file its traceback was saved to;
+- 130: interrupted (rerun the same command to resume).
+
+``--debug`` (before or after the subcommand) prints full tracebacks, usage errors
+included.
 """
 
 from __future__ import annotations
@@ -12,11 +20,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 from typing import NoReturn
 
+from harness.api.errors import UsageError, one_line
 from harness.cli import run as run_command
 
-__all__ = ["main", "build_parser", "USAGE_ERRORS"]
+__all__ = ["main", "build_parser"]
 
 # Subcommands implemented elsewhere: name -> (module, help). Each module provides
 # ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -32,30 +45,6 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _usage_errors() -> tuple[type[BaseException], ...]:
-    from harness.api.intervention import InterventionError
-    from harness.api.registry import RegistryError
-    from harness.api.specs import SpecError
-    from harness.schema.results import ResultsError
-
-    return (
-        SpecError,
-        RegistryError,
-        InterventionError,
-        ResultsError,
-        ValueError,
-        FileNotFoundError,
-        # A path the user gave that cannot be used (output is a file, no permission...).
-        FileExistsError,
-        NotADirectoryError,
-        IsADirectoryError,
-        PermissionError,
-    )
-
-
-USAGE_ERRORS = _usage_errors
-
-
 class _Parser(argparse.ArgumentParser):
     """Usage errors on one line (``headscope run: error: ...``), exit code 2, no usage dump."""
 
@@ -69,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="headscope",
         description="Head-level mechanistic interventions on multimodal LLMs.",
     )
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p_list = sub.add_parser("list", help="list registered tasks, models or interventions")
     p_list.add_argument("kind", choices=["tasks", "models", "interventions"],
@@ -92,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name is None or not module.startswith(exc.name):
                 raise
             p.set_defaults(_missing=f"'{name}' is not available in this installation")
+    for p in sub.choices.values():  # listed in each subcommand's --help; main() takes it out
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     return parser
 
 
@@ -106,25 +98,83 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_DEBUG_HELP = "print full tracebacks, usage errors included"
+
+
+def _take_debug(argv: list[str]) -> bool:
+    """Remove every ``--debug`` before a ``--`` from ``argv``; True if there was one.
+
+    Taken out before parsing so that it works anywhere, also among the flags a
+    subcommand passes on unparsed (``headscope bench ram ... --debug``).
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = "--debug" in argv[:end]
+    argv[:end] = [a for a in argv[:end] if a != "--debug"]
+    return found
+
+
+def _save_traceback(exc: BaseException) -> Path | None:
+    """Write ``exc``'s traceback to a new file in the temp directory (None if that fails)."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        folder = Path(tempfile.gettempdir()) / "headscope-tracebacks"
+        folder.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        with tempfile.NamedTemporaryFile(
+            "w", dir=folder, prefix=f"{stamp}-", suffix=".txt", delete=False
+        ) as f:
+            f.write(text)
+        return Path(f.name)
+    except OSError:
+        return None
+
+
+def _report_bug(prog: str, exc: BaseException, debug: bool) -> int:
+    """Exit code 1: the traceback, or one line and the file it was saved to."""
+    summary = one_line(f"{type(exc).__name__}: {exc}")
+    path = None if debug else _save_traceback(exc)
+    if path is None:
+        traceback.print_exception(exc, file=sys.stderr)
+        print(f"{prog}: internal error: {summary}", file=sys.stderr)
+    else:
+        print(
+            f"{prog}: internal error: {summary} (traceback saved to {path}; "
+            "rerun with --debug to print it)",
+            file=sys.stderr,
+        )
+    return 1
+
+
+def _report_usage_error(prog: str, exc: UsageError, debug: bool) -> int:
+    """Exit code 2: ``PROG: error: MESSAGE (hint: HINT; see PROG --help)``."""
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    hint = f"hint: {one_line(exc.hint)}; " if exc.hint else ""
+    print(f"{prog}: error: {one_line(str(exc))} ({hint}see {prog} --help)", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``headscope`` console script."""
+    """Entry point of the ``headscope`` console script (returns the exit code)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _take_debug(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    prog = " ".join(["headscope", args.command, *([args.bench] if args.command == "bench" else [])])
     try:
         if getattr(args, "_missing", None):
-            raise ValueError(args._missing)
+            raise UsageError(args._missing, hint="install headscope with all its extras")
         if args.command == "list":
             run_command.setup(args)
             return _cmd_list(args)
         if args.command == "run":
             return run_command.run(args)
         return int(importlib.import_module(args._external).run(args) or 0)
-    except _usage_errors() as exc:
-        print(f"headscope: error: {exc}", file=sys.stderr)
-        return 2
+    except UsageError as exc:
+        return _report_usage_error(prog, exc, debug)
     except KeyboardInterrupt:
         print("headscope: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
@@ -132,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         from harness.run.evaluator import EvaluationError
 
         if isinstance(exc, EvaluationError):
-            print(f"headscope: run failed: {exc}", file=sys.stderr)
+            if debug:
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"{prog}: run failed: {exc}", file=sys.stderr)
             print("rerun the same command to resume", file=sys.stderr)
             return 1
-        raise
+        return _report_bug(prog, exc, debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

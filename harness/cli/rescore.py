@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = ["add_arguments", "run", "rescore", "ResizeUnrecorded"]
 
 
@@ -61,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         extra = json.loads(args.task_args) if args.task_args else None
     except ValueError as exc:
-        raise ValueError(f"{shape}; it is not valid JSON ({exc})") from None
+        raise UsageError(f"{shape}; it is not valid JSON ({exc})") from None
     if extra is not None and not (
         isinstance(extra, dict) and all(isinstance(v, dict) for v in extra.values())
     ):
-        raise ValueError(shape)
+        raise UsageError(shape)
     path = rescore(
         args.run_dir, args.scoring, tasks=tasks, results_name=args.results, task_args=extra
     )
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class ResizeUnrecorded(ValueError):
+class ResizeUnrecorded(UsageError):
     """Boxes in resized pixels, but no recorded resize to undo it.
 
     ``resize`` for boxes on images, ``video_resize`` for boxes on video frames.
@@ -160,10 +162,10 @@ def rescore(
     never changed. The one file written is ``<results stem>.scoring-<scoring>.json``.
 
     Raises:
-        FileNotFoundError: no results file.
+        UsageError: no results file; an unknown mode, or a mode a task does not have
+            (names the task); logged documents not in the loaded data.
         harness.schema.results.ResultsError: a sample log missing, unnamed or outside
             ``run_dir``; ``results_name`` not a file name inside ``run_dir``.
-        ValueError: an unknown mode, or a mode a task does not have (names the task).
         harness.run.outdir.OutputDirError: the new file cannot be written (disk full,
             read-only), naming it.
     """
@@ -189,7 +191,7 @@ def rescore(
     )
     unknown = sorted((set(tasks or ()) | set(task_args or {})) - {e.task for e in old.entries})
     if unknown:
-        raise ValueError(f"rescore: task(s) {unknown} not in {source}")
+        raise UsageError(f"rescore: task(s) {unknown} not in {source}")
     built: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
     entries = []
     for entry in old.entries:
@@ -226,9 +228,10 @@ def rescore(
             except ValueError as exc:
                 failures.append({"doc_id": row["doc_id"], "error": f"{type(exc).__name__}: {exc}"})
         if missing:
-            raise ValueError(
+            raise UsageError(
                 f"rescore: {len(missing)} logged document(s) of {entry.task} are not in the "
-                f"loaded data (first: {missing[0]!r}); point the task at the same data"
+                f"loaded data (first: {missing[0]!r})",
+                hint="point the task at the same data (--task-args)",
             )
         aggregated = task.aggregate(scores)
         metrics = [
@@ -271,7 +274,9 @@ def _results_file(root: Path, name: str) -> Path:
             "name such as results.json); rescore reads and writes the run directory only"
         )
     if not source.is_file():
-        raise FileNotFoundError(f"rescore: no {name} in {str(root)!r}")
+        raise UsageError(
+            f"rescore: no {name} in {str(root)!r}", hint="pass the output directory of a run"
+        )
     if not source.resolve().is_relative_to(root.resolve()):
         raise ResultsError(
             f"rescore: {str(source)!r} is a link to {str(source.resolve())!r}, outside the "

@@ -13,8 +13,11 @@ import os
 import time
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "PeerRefused",
+    "PeerFailed",
     "agree",
     "shard_from_env",
     "init_process_group",
@@ -28,8 +31,12 @@ __all__ = [
 STORE_HOST_GRACE_S = 2.0
 
 
-class PeerRefused(ValueError):
-    """Another rank refused the run before it started (its message names the rank and why)."""
+class PeerRefused(UsageError):
+    """Another rank refused the run over a usage error (its message names the rank and why)."""
+
+
+class PeerFailed(RuntimeError):
+    """Another rank failed before the run started, not over a usage error (names rank and why)."""
 
 
 def shard_from_env() -> tuple[int, int]:
@@ -71,7 +78,9 @@ def agree(failure: Exception | None) -> None:
 
     Raises:
         Exception: this rank's own ``failure``, unchanged.
-        PeerRefused: another rank failed; names the first such rank and its error.
+        PeerRefused: the first failed rank refused over a usage error (names it and why).
+        PeerFailed: the first failed rank failed otherwise (a bug; that rank reports its
+            own traceback).
     """
     import torch.distributed as dist
 
@@ -79,10 +88,12 @@ def agree(failure: Exception | None) -> None:
         if failure is not None:
             raise failure
         return
-    mine = None if failure is None else f"{type(failure).__name__}: {failure}"
+    mine = None
+    if failure is not None:
+        mine = (f"{type(failure).__name__}: {failure}", isinstance(failure, UsageError))
     outcomes: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(outcomes, mine)
-    refused = [(rank, text) for rank, text in enumerate(outcomes) if text is not None]
+    refused = [(rank, outcome) for rank, outcome in enumerate(outcomes) if outcome is not None]
     if refused:
         # Every rank stops here: leave the group now, so no rank's exit aborts a peer's
         # communication threads (gloo aborts a process whose peer vanished mid-group).
@@ -98,8 +109,12 @@ def agree(failure: Exception | None) -> None:
     if failure is not None:
         raise failure
     if refused:
-        rank, text = refused[0]
-        raise PeerRefused(f"rank {rank} refused the run, so this rank stops too: {text}")
+        rank, (text, usage) = refused[0]
+        if usage:
+            raise PeerRefused(f"rank {rank} refused the run, so this rank stops too: {text}")
+        raise PeerFailed(
+            f"rank {rank} failed before the run started, so this rank stops too: {text}"
+        )
 
 
 def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

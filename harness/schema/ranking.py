@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.api.errors import UsageError
 from harness.api.heads import Head
 from harness.metrics import ram as _ram
 
@@ -47,7 +48,7 @@ REQUIRED_SETTINGS = ("attn_implementation", "dtype", "seed")
 _MATRICES = ("mean", "stderr", "ci_low", "ci_high")
 
 
-class RankingFormatError(ValueError):
+class RankingFormatError(UsageError):
     """A ranking (in memory or on disk) that does not follow the format."""
 
 

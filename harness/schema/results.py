@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "SCHEMA_NAME",
     "SCHEMA_VERSION",
@@ -35,7 +37,7 @@ SCHEMA_NAME = "headscope.results"
 SCHEMA_VERSION = 1
 
 
-class ResultsError(ValueError):
+class ResultsError(UsageError):
     """A results file that does not follow the schema."""
 
 

@@ -116,7 +116,7 @@ CASES = [
     ("main-job-in-grid-dir", _grid_dir_for_main_job, "grid run"),
     ("main-job-limit-zero", _flags("run", "--limit", "0"), "--limit"),
     ("leaderboard-bench-strings", _bench_with_strings, "must be finite numbers"),
-    ("leaderboard-output-is-file", _leaderboard_output_is_file, "File exists"),
+    ("leaderboard-output-is-file", _leaderboard_output_is_file, "is a file"),
     ("diagnose-output-is-file", _diagnose_output_is_file, "is a file, not a directory"),
     ("rank-output-is-file", lambda tmp: (tmp / "o").write_text("x") and
      ["rank", "--tasks", "refcocog_mini", "--limit", "1"], "is a file"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -120,7 +121,7 @@ def test_every_task_lacking_the_mode_is_named_with_the_args_that_go_on(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "task 'vidstg'" in err and "task 'mmdocir_mini'" in err
     assert "task 'vidstg_mini'" in err and "pope_mini" not in err  # pope_mini has lmms_eval
-    suggested = shlex.split(err.partition("e.g. ")[2])
+    suggested = shlex.split(re.search(r"e\.g\. (--task-args '[^']*')", err).group(1))
     assert suggested[0] == "--task-args" and not seen
     assert cli.main([*argv, *suggested]) == 0
     modes = {n: a.get("scoring") for n, a in seen["cfg"].task_args.items()}
