@@ -1,8 +1,8 @@
 """The ``headscope`` command line.
 
 Subcommands: ``list``, ``run``, and the ones living in their own modules
-(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``), each loaded only
-when used. Exit codes:
+(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``, ``view``), each loaded
+only when used. Exit codes:
 
 - 0: done;
 - 2: a usage error (:class:`harness.api.errors.UsageError`: an unknown name, a
@@ -41,6 +41,7 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
         "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram', 'bench ttft'",
     ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
+    "view": ("viewer.cli", "a static site of runs: leaderboards, heads' attention, samples"),
     "rescore": ("harness.cli.rescore", "score a run's logged replies again under --scoring MODE"),
 }
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("harness", "tasks", "interventions", "leaderboards")
+PACKAGES = ("harness", "tasks", "interventions", "leaderboards", "viewer")
 
 
 def _module_name(path: Path) -> str:

@@ -1,0 +1,231 @@
+"""``headscope view`` in a real headless browser (the system's Chromium, driven by selenium).
+
+The site of a synthetic main job (:mod:`harness.testing.job_dirs`: 60 samples per task, a
+ranking and attention maps) is opened from ``file://`` (and once through ``--serve``'s
+server); every page must load without console errors, and clicking a head, a filter and a
+sample must show what the data holds.
+"""
+
+import threading
+
+import pytest
+
+pytest.importorskip("jinja2")
+
+from harness.testing.job_dirs import write_fixture_job  # noqa: E402
+from viewer.browser import chromium, console_errors, missing, wait_ready  # noqa: E402
+from viewer.collect import collect  # noqa: E402
+from viewer.site import build_site  # noqa: E402
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=f"no browser: {missing()}")
+
+N = 60
+TASK = "refcocog_mini"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("view")
+    job = write_fixture_job(root / "job", n_samples=N)
+    data = collect([job], n_boot=20)
+    build_site(data, root / "site", figures=False)
+    return root / "site", data
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = chromium()
+    yield d
+    d.quit()
+
+
+def _open(driver, site, page):
+    name, _, fragment = page.partition("#")
+    driver.get("about:blank")  # a new document even when only the #fragment differs
+    driver.get((site[0] / name).as_uri() + (f"#{fragment}" if fragment else ""))
+    wait_ready(driver)
+
+
+def _js(driver, script, *args):
+    return driver.execute_script(script, *args)
+
+
+def _count(driver, selector):
+    return _js(driver, "return document.querySelectorAll(arguments[0]).length", selector)
+
+
+def _table(data):
+    (ts,) = [t for t in data.tasks if t.task == TASK]
+    return ts.table
+
+
+def test_overview_sorts(driver, site):
+    _open(driver, site, "index.html")
+    assert _count(driver, "table.sortable") == len(site[1].tables)
+    col = _js(
+        driver,
+        "var t = document.querySelector('#table-accuracy_summary table');"
+        "var ths = t.tHead.rows[0].cells; for (var i = 0; i < ths.length; i++)"
+        " if (ths[i].textContent.indexOf(arguments[0]) === 0) return i; return -1;",
+        TASK,
+    )
+    assert col >= 0
+    values = (
+        "var col = arguments[0];"
+        "return Array.from(document.querySelectorAll('#table-accuracy_summary tbody tr'))"
+        ".map(function (r) { return parseFloat(r.cells[col].dataset.sort); });"
+    )
+    header = driver.find_elements("css selector", "#table-accuracy_summary th")[col]
+    header.click()
+    up = _js(driver, values, col)
+    header.click()
+    down = _js(driver, values, col)
+    assert up == sorted(up) and down == sorted(up, reverse=True) and up != down
+    assert console_errors(driver) == []
+
+
+def _overlay_checks(driver):
+    """Images loaded; attention canvases hold drawn pixels; evidence outlines drawn."""
+    driver.set_script_timeout(10)
+    driver.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "Promise.all(Array.from(document.images).map(function (i) {"
+        " return i.complete ? 1 : new Promise(function (r) { i.onload = i.onerror = r; }); }))"
+        ".then(function () { done(); });"
+    )
+    broken = _js(
+        driver, "return Array.from(document.images).filter(i => !(i.naturalWidth > 0)).length"
+    )
+    assert broken == 0
+    painted = _js(
+        driver,
+        "return Array.from(document.querySelectorAll('.card.attention canvas')).map(function (c) {"
+        " var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, n = 0;"
+        " for (var i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; });",
+    )
+    return painted
+
+
+def test_heads_page_click_a_head(driver, site):
+    data = site[1]
+    _open(driver, site, f"heads.html#task={TASK}")
+    layers, heads = data.heads[0]["num_layers"], data.heads[0]["num_heads"]
+    assert _count(driver, ".grid .cell") == layers * heads
+    maps = data.heads[0]["tasks"][TASK]["maps"]
+    assert _count(driver, ".grid .cell.saved") == len({h["name"] for h in maps["heads"]})
+    bottom = next(h for h in maps["heads"] if h["why"] == "bottom")
+    driver.find_element("css selector", f".grid .cell[data-head='{bottom['name']}']").click()
+    wait_ready(driver)
+    assert bottom["name"] in driver.find_element("id", "head-title").text
+    assert _count(driver, ".pair") == len(maps["samples"])
+    assert _count(driver, ".card.attention") == len(maps["samples"])
+    media = sum(len(s["media"]) for s in maps["samples"])
+    assert _count(driver, ".card.attention canvas") == media
+    painted = _overlay_checks(driver)
+    assert len(painted) == media and sum(1 for p in painted if p > 0) >= len(maps["samples"])
+    drawn = _js(
+        driver,
+        "return Array.from(document.querySelectorAll('.card.evidence-only canvas'))"
+        ".reduce(function (n, c) { return n + Number(c.dataset.evidence); }, 0)",
+    )
+    assert drawn == sum(len(s["evidence"]["regions"]) for s in maps["samples"])
+    driver.save_screenshot(str(site[0].parent / "heads.png"))
+    # a head without a saved map says so and offers the saved ones
+    saved = {h["name"] for h in maps["heads"]}
+    other = next(
+        f"L{la}H{h}" for la in range(layers) for h in range(heads) if f"L{la}H{h}" not in saved
+    )
+    driver.find_element("css selector", f".grid .cell[data-head='{other}']").click()
+    wait_ready(driver)
+    assert f"No map saved for {other}" in driver.find_element("id", "overlays").text
+    assert _count(driver, "#overlays .chip") == len(maps["heads"])
+    assert console_errors(driver) == []
+
+
+def _shown(driver):
+    return _js(
+        driver,
+        "return Array.from(document.querySelectorAll('#sample-list tbody tr'))"
+        ".map(function (r) { return r.dataset.doc; });",
+    )
+
+
+def test_samples_filters_search_and_pages(driver, site):
+    table = _table(site[1])
+    _open(driver, site, f"samples.html#task={TASK}")
+    assert len(_shown(driver)) == 50
+    assert driver.find_element("id", "count").text == f"{N} of {N} samples"
+    driver.find_element("id", "next").click()
+    assert len(_shown(driver)) == N - 50
+    cols = table["columns"]
+    base = next(c["id"] for c in cols if c["baseline"])
+    top = next(c["id"] for c in cols if "select=top" in c["label"])
+    rand = next(c["id"] for c in cols if c["draws"])
+    want = [
+        s["id"]
+        for s in table["samples"]
+        if s["c"][base] == "1" and s["c"][top] == "0" and s["c"][rand] == "1"
+    ]
+    assert 0 < len(want) < N
+    driver.find_element("css selector", "#presets .preset").click()
+    assert _shown(driver) == want[:50]
+    assert driver.find_element("id", "count").text == f"{len(want)} of {N} samples"
+    # one column's own filter
+    driver.find_element("id", "clear-filters").click()
+    from selenium.webdriver.support.ui import Select
+
+    Select(
+        driver.find_element("css selector", f"#legend select[data-col='{top}']")
+    ).select_by_value("0")
+    wrong = [s["id"] for s in table["samples"] if s["c"][top] == "0"]
+    assert _shown(driver) == wrong[:50]
+    # text search
+    driver.find_element("id", "clear-filters").click()
+    driver.find_element("id", "search").send_keys(f"{TASK}-00007")
+    assert _shown(driver) == [f"{TASK}-00007"]
+    assert console_errors(driver) == []
+
+
+def test_sample_page(driver, site):
+    table = _table(site[1])
+    _open(driver, site, f"samples.html#task={TASK}")
+    first = table["samples"][0]["id"]
+    driver.find_element("css selector", f"#sample-list tr[data-doc='{first}'] a").click()
+    wait_ready(driver)
+    assert first in driver.find_element("id", "sample-title").text
+    assert _count(driver, "#replies tbody tr") == len(table["columns"])
+    maps = site[1].heads[0]["tasks"][TASK]["maps"]
+    (saved,) = [s for s in maps["samples"] if s["doc_id"] == first]
+    assert _count(driver, "#media .card") == 1
+    assert _count(driver, "#head-overlays .card.attention") == len(maps["heads"])
+    painted = _overlay_checks(driver)
+    assert len(painted) == len(maps["heads"]) * len(saved["media"]) and max(painted) > 0
+    ev = _js(
+        driver,
+        "return Array.from(document.querySelectorAll('#media canvas'))"
+        ".reduce(function (n, c) { return n + Number(c.dataset.evidence); }, 0)",
+    )
+    assert ev == len(saved["evidence"]["regions"])
+    driver.save_screenshot(str(site[0].parent / "sample.png"))
+    assert (site[0].parent / "sample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a sample without saved maps says so
+    _open(driver, site, f"sample.html#task={TASK}&id={table['samples'][-1]['id']}")
+    assert "No media or attention maps were saved" in driver.find_element("id", "media").text
+    assert console_errors(driver) == []
+
+
+def test_served_over_http(driver, site):
+    from viewer.serve import make_server
+
+    server = make_server(site[0], 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        driver.get(f"http://127.0.0.1:{port}/samples.html#task={TASK}")
+        wait_ready(driver)
+        assert len(_shown(driver)) == 50
+        assert console_errors(driver) == []
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,75 @@
+"""``headscope view DIR... [--output OUT] [--serve] [--port P]``.
+
+Writes one static site for the given run directories (grid runs, main-job directories, or
+several runs shown side by side) into ``OUT`` (default ``DIR/view`` for a single ``DIR``) and,
+with ``--serve``, serves it on 127.0.0.1. The site also opens from ``file://`` directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from harness.api.errors import UsageError
+
+__all__ = ["add_arguments", "run", "default_output"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of the ``view`` subcommand."""
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="DIR",
+        help="run directories (grid run, main job) or folders of runs; several side by side",
+    )
+    parser.add_argument(
+        "--output", default=None, help="site folder (default: DIR/view for a single DIR)"
+    )
+    parser.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="port of --serve (default 8000)")
+    parser.add_argument("--no-figures", action="store_true", help="leave the figures out")
+    parser.add_argument(
+        "--n-boot", type=int, default=1000, help="bootstrap replicates of Spearman CIs"
+    )
+
+
+def default_output(inputs: list[str]) -> Path:
+    """``DIR/view`` for one input directory; several inputs need ``--output``."""
+    if len(inputs) != 1:
+        raise UsageError(
+            f"{len(inputs)} inputs and no --output", hint="give the site's folder: --output OUT"
+        )
+    return Path(inputs[0]) / "view"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``headscope view``; returns the exit code."""
+    from viewer.collect import collect
+    from viewer.site import build_site
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be in 0..65535, got {args.port}", hint="e.g. --port 8000")
+    if args.n_boot < 1:
+        raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}", hint="e.g. --n-boot 1000")
+    out = Path(args.output) if args.output else default_output(args.inputs)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--output {str(out)!r} is a file", hint="give a folder")
+    t0 = time.perf_counter()
+    data = collect(args.inputs, n_boot=args.n_boot)
+    for warning in data.warnings:
+        print(f"headscope: warning: {warning}", file=sys.stderr)
+    index = build_site(data, out, figures=not args.no_figures)
+    n = sum(len(t.table["samples"]) for t in data.tasks)
+    print(
+        f"wrote {index} ({len(data.tasks)} tasks, {n} samples, {len(data.heads)} rankings) "
+        f"in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
+    if args.serve:
+        from viewer.serve import serve
+
+        serve(out, args.port)
+    return 0

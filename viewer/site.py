@@ -1,0 +1,187 @@
+"""Write the static site: Jinja2 pages, the package's CSS/JS, figures, media and data files.
+
+Layout of the output folder::
+
+    index.html  heads.html  samples.html  sample.html     the pages (Jinja2 templates)
+    assets/     viewer.css and the page scripts (copied from the package)
+    figures/    the leaderboard figures (PNG, written once)
+    media/      the attention maps' images, pages and frames (copied once)
+    data/       index.js, heads.js, maps/<ranking>/<task>.js,
+                samples/<task>/table.js and chunk-<i>.js
+
+Data files are JavaScript (``HS.put("data/…", {...});``) loaded by ``<script>`` tags, so the
+site opens from ``file://`` with no server and no network; each page loads only the files it
+shows (the samples list one table per task, a sample page one chunk).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.api.errors import UsageError
+
+__all__ = ["build_site", "write_data", "PAGES", "slug"]
+
+PAGES = ("index", "heads", "samples", "sample")
+#: Marks a folder as a site this module wrote (so a rebuild may replace its files).
+MARKER = ".headscope-view"
+_OWN = ("assets", "data", "figures", "media")
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a task or run name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "_"
+
+
+def write_data(out: Path, rel: str, value: Any) -> Path:
+    """Write ``value`` as ``out/rel``: one ``HS.put(rel, value);`` statement."""
+    path = out / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    path.write_text(f"HS.put({json.dumps(rel)},{body});\n", encoding="utf-8")
+    return path
+
+
+def _copy_once(src: Path, dst: Path) -> None:
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size:
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_PACKAGE / "templates")),
+        autoescape=jinja2.select_autoescape(["html", "jinja"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _figures(data: Any, out: Path) -> list[dict[str, str]]:
+    """Write the leaderboard figures as PNG (matplotlib), else copy the runs' own PNGs."""
+    from leaderboards.figures import build_figures, matplotlib_available
+
+    target = out / "figures"
+    target.mkdir(parents=True, exist_ok=True)
+    shown = []
+    if matplotlib_available():
+        import matplotlib.pyplot as plt
+
+        for stem, fig in build_figures(data.sources):
+            fig.savefig(target / f"{stem}.png", dpi=110)
+            plt.close(fig)
+            shown.append({"src": f"figures/{stem}.png", "title": stem.replace("__", " · ")})
+        return shown
+    for raw in data.inputs:
+        for png in sorted(Path(raw).glob("**/leaderboards/figures/*.png")):
+            _copy_once(png, target / png.name)
+            shown.append({"src": f"figures/{png.name}", "title": png.stem.replace("__", " · ")})
+    return shown
+
+
+def _maps_files(data: Any, out: Path) -> list[dict[str, Any]]:
+    """Copy every map's media into ``media/`` and write one maps data file per task.
+
+    Returns:
+        The heads views with each task's ``maps`` replaced by its data file's path (or None).
+    """
+    heads = copy.deepcopy(data.heads)
+    for view in heads:
+        for task, entry in view["tasks"].items():
+            maps = entry.pop("maps", None)
+            entry["maps"] = None
+            if maps is None:
+                continue
+            for sample in maps["samples"]:
+                for m in sample["media"]:
+                    src = Path(m.pop("file"))
+                    m["src"] = f"media/{view['id']}/{slug(task)}/{Path(m['src']).name}"
+                    _copy_once(src, out / m["src"])
+            entry["maps"] = (
+                write_data(out, f"data/maps/{view['id']}/{slug(task)}.js", maps)
+                .relative_to(out)
+                .as_posix()
+            )
+    return heads
+
+
+def _prepare(out: Path) -> Path:
+    """Create ``out``, or empty the folders of an earlier build; refuse a foreign folder."""
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / MARKER).is_file():
+            raise UsageError(
+                f"{str(out)!r} holds files headscope view did not write",
+                hint="give an empty or new folder as --output",
+            )
+        for name in _OWN:
+            shutil.rmtree(out / name, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by headscope view; rebuilt on the next run\n")
+    return out
+
+
+def build_site(
+    data: Any, out: str | Path, title: str = "headscope view", figures: bool = True
+) -> Path:
+    """Write the whole site for ``data`` (:class:`viewer.collect.SiteData`) into ``out``.
+
+    Args:
+        data: What to show.
+        out: The site folder (created; files of an earlier build are replaced).
+        title: The pages' title.
+        figures: Draw the leaderboard figures (matplotlib; else the runs' own PNGs are copied).
+
+    Returns:
+        The path of ``index.html``.
+    """
+    out = _prepare(Path(out))
+    assets = out / "assets"
+    assets.mkdir(exist_ok=True)
+    for src in sorted((_PACKAGE / "static").iterdir()):
+        if src.suffix in (".js", ".css"):
+            shutil.copyfile(src, assets / src.name)
+    shown = _figures(data, out) if figures else []
+    heads = _maps_files(data, out)
+    write_data(out, "data/heads.js", heads)
+    tasks = []
+    for ts in data.tasks:
+        base = f"data/samples/{slug(ts.task)}"
+        write_data(out, f"{base}/table.js", ts.table)
+        for i, chunk in enumerate(ts.chunks):
+            write_data(out, f"{base}/chunk-{i}.js", chunk)
+        tasks.append(
+            {
+                "name": ts.task,
+                "table": f"{base}/table.js",
+                "chunks": f"{base}/chunk-",
+                "n_samples": len(ts.table["samples"]),
+                "n_columns": len(ts.table["columns"]),
+                "maps": [v["tasks"][ts.task]["maps"] for v in heads if ts.task in v["tasks"]],
+            }
+        )
+    write_data(out, "data/index.js", {"title": title, "tasks": tasks, "inputs": data.inputs})
+    env = _environment()
+    context = {
+        "title": title,
+        "inputs": data.inputs,
+        "tables": data.tables,
+        "runs": data.runs,
+        "figures": shown,
+        "warnings": data.warnings,
+        "tasks": tasks,
+        "heads": heads,
+    }
+    for page in PAGES:
+        html = env.get_template(f"{page}.html.jinja").render(page=page, **context)
+        (out / f"{page}.html").write_text(html, encoding="utf-8")
+    return out / "index.html"

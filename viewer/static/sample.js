@@ -1,0 +1,126 @@
+/* One sample: the media with the evidence drawn, the prompt, every intervention's reply with
+   its scores, and the saved top / bottom / random heads' attention overlays. */
+(function () {
+  "use strict";
+  var HS = window.HS;
+  var params = HS.params();
+  var task = HS.task(params.task);
+  var views = HS.store["data/heads.js"] || [];
+
+  function text(id, value) {
+    document.getElementById(id).textContent = value;
+  }
+
+  function showFields(detail, row) {
+    var dl = HS.clear(document.getElementById("fields"));
+    var fields = Object.assign({ target: null }, detail.fields);
+    Object.keys(fields).forEach(function (k) {
+      var v = fields[k];
+      dl.appendChild(HS.el("dt", { text: k }));
+      dl.appendChild(HS.el("dd", { text: typeof v === "string" ? v : JSON.stringify(v) }));
+    });
+    dl.appendChild(HS.el("dt", { text: "correct in" }));
+    var ok = row.c.split("").filter(function (m) { return m === "1"; }).length;
+    dl.appendChild(HS.el("dd", { text: ok + " of " + row.c.length + " columns" }));
+  }
+
+  function showPrompts(table, detail) {
+    var box = HS.clear(document.getElementById("prompts"));
+    detail.prompts.forEach(function (p) {
+      var who = detail.prompts.length > 1 ? p.columns.map(function (c) { return "#" + (c + 1); }).join(" ") : null;
+      box.appendChild(HS.el("div", { class: "prompt-block" }, [
+        who ? HS.el("div", { class: "hint", text: "columns " + who }) : null,
+        HS.el("pre", { class: "prompt", text: p.text }),
+      ]));
+    });
+  }
+
+  function showReplies(table, detail, row) {
+    var body = HS.clear(document.querySelector("#replies tbody"));
+    table.columns.forEach(function (c) {
+      var reps = detail.replies[c.id] || [];
+      var replyCell = HS.el("td", { class: "reply" });
+      var scoresCell = HS.el("td", { class: "scores" });
+      reps.forEach(function (r) {
+        var prefix = r.draw !== undefined ? "draw " + r.draw + ": " : "";
+        replyCell.appendChild(HS.el("div", { text: prefix + (r.error ? "error: " + r.error : r.output) }));
+        scoresCell.appendChild(HS.el("div", { text: prefix + JSON.stringify(r.scores || {}) }));
+      });
+      if (!reps.length) replyCell.appendChild(HS.el("span", { class: "empty", text: "not run on this sample" }));
+      var mark = row.c[c.id];
+      body.appendChild(HS.el("tr", { class: "reply-row" + (c.baseline ? " baseline" : "") }, [
+        HS.el("td", { text: "#" + (c.id + 1) }),
+        HS.el("td", { text: c.title }),
+        replyCell,
+        HS.el("td", { class: "num", text: HS.fmt(row.s[c.id]) + (c.score_key ? " (" + c.score_key + ")" : "") }),
+        HS.el("td", { class: "mark " + (mark === "1" ? "ok" : mark === "0" ? "bad" : "unk"), text: mark === "1" ? "✓" : mark === "0" ? "✗" : "·" }),
+        scoresCell,
+      ]));
+    });
+  }
+
+  function showMaps(allMaps) {
+    var media = HS.clear(document.getElementById("media"));
+    var heads = HS.clear(document.getElementById("head-overlays"));
+    var found = 0;
+    allMaps.forEach(function (pair) {
+      var view = pair[0], maps = pair[1];
+      if (!maps) return;
+      var s = maps.samples.filter(function (x) { return String(x.doc_id) === String(params.id); })[0];
+      if (!s) return;
+      found += 1;
+      var who = views.length > 1 ? view.model + " · " + view.run + " · " : "";
+      media.appendChild(HS.overlayCard(who + "evidence (" + s.evidence.kind + ")", s, null, null));
+      heads.appendChild(HS.legendBar());
+      var order = { top: 0, bottom: 1, random: 2 };
+      var idx = maps.heads.map(function (h, i) { return i; });
+      idx.sort(function (a, b) { return order[maps.heads[a].why] - order[maps.heads[b].why] || maps.heads[a].rank - maps.heads[b].rank; });
+      idx.forEach(function (k) {
+        var h = maps.heads[k];
+        var caption = h.why + " head, rank " + h.rank + " · RAM on this sample " + HS.fmt(s.ram[k], 4);
+        var link = "heads.html" + HS.hash({ task: params.task, head: h.name });
+        heads.appendChild(HS.overlayCard(who + h.name + " (" + h.why + ")", s, s.attn[k], caption, link));
+      });
+    });
+    if (!found) {
+      var note = "No media or attention maps were saved for this sample (headscope rank --maps N saves N samples per task).";
+      media.appendChild(HS.el("p", { class: "empty", text: note }));
+      heads.appendChild(HS.el("p", { class: "empty", text: note }));
+    }
+  }
+
+  function show(table) {
+    var i = -1;
+    table.samples.forEach(function (s, j) { if (String(s.id) === String(params.id)) i = j; });
+    if (i < 0) throw new Error("no sample " + params.id + " in task " + params.task);
+    var row = table.samples[i];
+    text("sample-title", params.task + " · " + row.id);
+    document.title = params.task + " · " + row.id;
+    var prev = table.samples[i - 1], next = table.samples[i + 1];
+    document.getElementById("prev-sample").href = prev ? HS.sampleLink(params.task, prev.id) : "#";
+    document.getElementById("next-sample").href = next ? HS.sampleLink(params.task, next.id) : "#";
+    document.getElementById("back").href = "samples.html" + HS.hash({ task: params.task });
+    var chunk = task.chunks + Math.floor(i / table.chunk_size) + ".js";
+    var shown = views.filter(function (v) { return v.tasks[params.task] && v.tasks[params.task].maps; });
+    return Promise.all([
+      HS.load(chunk),
+      Promise.all(shown.map(function (v) {
+        return HS.load(v.tasks[params.task].maps).then(function (m) { return [v, m]; });
+      })),
+    ]).then(function (got) {
+      var detail = got[0].samples[i % table.chunk_size];
+      showFields(detail, row);
+      showPrompts(table, detail);
+      showReplies(table, detail, row);
+      showMaps(got[1]);
+      document.body.setAttribute("data-ready", "1");
+    });
+  }
+
+  window.addEventListener("hashchange", function () { location.reload(); });
+  if (!task) {
+    HS.fail("unknown task " + params.task);
+  } else {
+    HS.load(task.table).then(show).catch(HS.fail);
+  }
+})();
