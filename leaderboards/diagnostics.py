@@ -1,40 +1,23 @@
 """Module diagnostics (paper B): RID and MixIG per layer and module, and their aggregates.
 
-The diagnose results file (written by ``headscope diagnose``), schema version 1::
-
-    {
-      "schema": "headscope.diagnostics", "schema_version": 1,
-      "model": {...},            # adapter settings, as RunResults.model (family, pretrained...)
-      "settings": {...},         # what changes numbers: attn_implementation, dtype, seed,
-                                 # energy threshold, task / data, frames, resolution ...
-      "variant": "paper" | "code",   # formula variant of ΔD and TME
-      "n_samples": 32,           # optional: samples the per-layer values are averaged over
-      "layers": [
-        {"layer": 0, "module": "attention" | "ffn",
-         "erank_in": f, "erank_out": f, "dS": f, "dD": f, "RID": f,
-         "TME_in": f, "TME_out": f, "MixIG": f},
-        ...
-      ],
-      "baselines": {"noise_delta": {"RID": f, "MixIG": f},   # optional stochastic baselines,
-                    "noise_qkv": {"RID": f, "MixIG": f}},    # means over layers ({} if none)
-      "erope_floor": f | null    # ε_RoPE: RID of states with vs without RoPE
-    }
-
-Per-layer values are means over samples. ``erank_in`` / ``erank_out`` may also be spelled
-``eRank_in`` / ``eRank_out`` (the keys of :func:`harness.metrics.geometry.module_diagnostics`,
-so its output can be written as is). Extra keys are allowed and ignored. Each (layer,
-module) pair appears once. Files of one model under different settings or variants are
-shown apart, never averaged.
+Input: diagnose files (``headscope diagnose``), read by
+:class:`harness.schema.diagnostics.DiagnosticsFile` (their layout is documented there). Files
+of one model under different settings or variants are shown apart, never averaged.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.schema.diagnostics import (
+    LAYER_FIELDS,
+    MODULES,
+    DiagnosticsFile,
+    DiagnosticsFormatError,
+)
 from leaderboards.formatting import Column, Table
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_display, model_names
 from leaderboards.settings import (
@@ -51,23 +34,12 @@ from leaderboards.settings import (
 )
 
 __all__ = [
-    "DIAGNOSTICS_SCHEMA",
-    "DIAGNOSTICS_VERSION",
-    "MODULES",
-    "LAYER_FIELDS",
     "Diagnostics",
     "parse_diagnostics",
     "unique_diagnostics",
     "diagnostics_table",
     "diagnostics_summary_table",
 ]
-
-DIAGNOSTICS_SCHEMA = "headscope.diagnostics"
-DIAGNOSTICS_VERSION = 1
-MODULES = ("attention", "ffn")
-VARIANTS = ("paper", "code")
-LAYER_FIELDS = ("erank_in", "erank_out", "dS", "dD", "RID", "TME_in", "TME_out", "MixIG")
-_ALIASES = {"eRank_in": "erank_in", "eRank_out": "erank_out"}
 
 
 @dataclass(frozen=True)
@@ -97,75 +69,27 @@ class Diagnostics:
     display: str = ""
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise MergeError(f"{where}: expected a number, got {value!r}")
-    return float(value)
-
-
-def _layer_row(raw: Any, where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise MergeError(f"{where}: expected an object")
-    raw = {_ALIASES.get(k, k): v for k, v in raw.items()}
-    module = raw.get("module")
-    if module not in MODULES:
-        raise MergeError(f"{where}: module must be one of {MODULES}, got {module!r}")
-    layer = raw.get("layer")
-    if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
-        raise MergeError(f"{where}: layer must be an integer ≥ 0, got {layer!r}")
-    missing = [k for k in LAYER_FIELDS if k not in raw]
-    if missing:
-        raise MergeError(f"{where}: lacks {missing}")
-    row = {"layer": layer, "module": module}
-    row.update({k: _number(raw[k], f"{where}.{k}") for k in LAYER_FIELDS})
-    return row
-
-
 def parse_diagnostics(doc: Any, path: str | Path = "diagnostics") -> Diagnostics:
-    """Validate a diagnose document (layout in the module docstring).
+    """Read a diagnose document (:class:`harness.schema.diagnostics.DiagnosticsFile`).
 
     Raises:
         leaderboards.sources.MergeError: Wrong schema/version or a malformed field.
     """
     path = Path(path)
-    if not isinstance(doc, dict) or doc.get("schema") != DIAGNOSTICS_SCHEMA:
-        raise MergeError(f"{path}: not a diagnose file (schema != {DIAGNOSTICS_SCHEMA})")
-    if doc.get("schema_version") != DIAGNOSTICS_VERSION:
-        raise MergeError(
-            f"{path}: diagnostics schema_version {doc.get('schema_version')!r} is not "
-            f"supported (expected {DIAGNOSTICS_VERSION})"
-        )
-    variant = doc.get("variant")
-    if variant not in VARIANTS:
-        raise MergeError(f"{path}: variant must be one of {VARIANTS}, got {variant!r}")
-    layers = doc.get("layers")
-    if not isinstance(layers, list) or not layers:
-        raise MergeError(f"{path}: 'layers' must be a non-empty list")
-    rows = [_layer_row(r, f"{path}: layers[{i}]") for i, r in enumerate(layers)]
-    keys = [(r["layer"], r["module"]) for r in rows]
-    if len(set(keys)) != len(keys):
-        raise MergeError(f"{path}: a (layer, module) pair appears twice")
-    baselines = {}
-    for name, vals in (doc.get("baselines") or {}).items():
-        if not isinstance(vals, dict):
-            raise MergeError(f"{path}: baselines.{name} must be an object")
-        missing = [k for k in ("RID", "MixIG") if k not in vals]
-        if missing:
-            raise MergeError(f"{path}: baselines.{name} lacks {missing}")
-        baselines[str(name)] = {
-            k: _number(vals[k], f"{path}: baselines.{name}.{k}") for k in ("RID", "MixIG")
-        }
-    floor = doc.get("erope_floor")
+    try:
+        read = DiagnosticsFile.from_dict(doc, str(path))
+    except DiagnosticsFormatError as exc:
+        raise MergeError(str(exc)) from None
     return Diagnostics(
         path=path,
-        model=model_label(doc.get("model")),
-        config=combine(model_settings(doc.get("model")), flatten(doc.get("settings") or {})),
-        variant=variant,
-        layers=tuple(sorted(rows, key=lambda r: (r["layer"], MODULES.index(r["module"])))),
-        baselines=baselines,
-        erope_floor=None if floor is None else _number(floor, f"{path}: erope_floor"),
-        n_samples=doc.get("n_samples"),
-        display=model_display(doc.get("model")),
+        model=model_label(read.model),
+        config=combine(model_settings(read.model), flatten(read.settings)),
+        variant=read.variant,
+        layers=read.layers,
+        baselines=read.baselines,
+        erope_floor=read.erope_floor,
+        n_samples=read.n_samples,
+        display=model_display(read.model),
     )
 
 

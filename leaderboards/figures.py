@@ -233,7 +233,8 @@ def _speedup_curves(sources: Sources, built: Built) -> None:
 
 def _diagnostic_curves(sources: Sources, built: Built) -> None:
     from harness.probes.plots import draw_layer_lines
-    from leaderboards.diagnostics import MODULES, unique_diagnostics
+    from harness.schema.diagnostics import MODULES
+    from leaderboards.diagnostics import unique_diagnostics
 
     files = unique_diagnostics(sources.diagnostics)
     names = model_names((d.model, d.display or d.model) for d in files)

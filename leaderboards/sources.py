@@ -97,8 +97,8 @@ def classify(doc: Any) -> str | None:
     ``headscope.bench_*`` tag of an unknown kind, refused when loaded.
     """
     from harness.schema.bench import bench_kind, is_bench_tag
+    from harness.schema.diagnostics import DIAGNOSTICS_SCHEMA
     from harness.schema.results import SCHEMA_NAME
-    from leaderboards.diagnostics import DIAGNOSTICS_SCHEMA
 
     if not isinstance(doc, dict):
         return None

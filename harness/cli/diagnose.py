@@ -5,7 +5,8 @@ Example::
     headscope diagnose --model qwen2_5_vl --tasks refcocog --limit 32 --output out/diag
 
 writes ``out/diag/diagnostics_paper.json`` and ``out/diag/diagnostics_code.json`` (the
-``headscope.diagnostics`` schema read by ``headscope leaderboard``) and
+``headscope.diagnostics`` schema of :mod:`harness.schema.diagnostics`, read by ``headscope
+leaderboard``) and
 ``out/diag/plots/diagnostics_<variant>.png``. Light at import: argparse only.
 """
 

@@ -25,6 +25,7 @@ from harness.probes.diagnose import (
     VARIANTS,
     diagnose_sample,
 )
+from harness.schema.diagnostics import DIAGNOSTICS_SCHEMA, DIAGNOSTICS_VERSION
 
 if TYPE_CHECKING:
     from harness.api.specs import TaskSpec
@@ -124,8 +125,8 @@ def build_documents(
         ropes = [r["erope"][variant] for r in results if r["erope"] is not None]
         docs[variant] = _clean(
             {
-                "schema": "headscope.diagnostics",
-                "schema_version": 1,
+                "schema": DIAGNOSTICS_SCHEMA,
+                "schema_version": DIAGNOSTICS_VERSION,
                 "model": model,
                 "settings": settings,
                 "variant": variant,

@@ -1,6 +1,8 @@
-"""Bench files carry a schema tag (harness.schema.bench); the leaderboard dispatches on it."""
+"""Bench and diagnose files carry schema tags with typed readers in harness.schema; the
+leaderboard dispatches on the tags."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,7 @@ from harness.schema.bench import (
     bench_document,
     bench_kind,
 )
+from harness.schema.diagnostics import DiagnosticsFile, DiagnosticsFormatError
 from leaderboards.settings import MergeError
 from leaderboards.sources import classify, load_sources
 
@@ -108,3 +111,26 @@ def test_a_bad_bench_file_is_an_error_naming_the_file(tmp_path):
     _write(bad, {"schema": "headscope.bench_nope", "schema_version": 1, "rows": [HYBRID_ROW]})
     with pytest.raises(MergeError, match="unknown bench schema 'headscope.bench_nope'"):
         load_sources([bad])
+
+
+DIAGNOSE = Path(__file__).resolve().parents[1] / "data" / "leaderboards" / "run_a"
+
+
+def test_diagnose_files_have_a_typed_reader():
+    doc = json.loads((DIAGNOSE / "diagnostics_code.json").read_text(encoding="utf-8"))
+    read = DiagnosticsFile.from_dict(doc, "d.json")
+    assert read.variant == "code" and read.n_samples == doc["n_samples"]
+    assert len(read.layers) == len(doc["layers"])
+    assert [(r["layer"], r["module"]) for r in read.layers] == sorted(
+        (r["layer"], r["module"]) for r in doc["layers"]
+    )
+    assert set(read.baselines) == {"noise_delta", "noise_qkv"}
+    assert classify(doc) == "diagnostics"
+    untagged = {k: v for k, v in doc.items() if k != "schema"}
+    assert classify(untagged) is None
+    with pytest.raises(DiagnosticsFormatError, match=r"^d\.json: not a diagnose file"):
+        DiagnosticsFile.from_dict(untagged, "d.json")
+    renamed = {**doc, "layers": [{**r, "eRank_in": r["erank_in"]} for r in doc["layers"]]}
+    for row in renamed["layers"]:
+        del row["erank_in"]
+    assert DiagnosticsFile.from_dict(renamed).layers == read.layers
