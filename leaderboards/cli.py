@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.api.errors import UsageError
+from harness.api.helpformat import add_logging_arguments, add_output_argument
 from leaderboards.formatting import FORMATS, Table, render, to_markdown
 from leaderboards.sources import Sources, load_sources
 
@@ -55,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"output forms, comma-separated or repeated: {', '.join(FORMATS)} "
         f"(default: {DEFAULT_FORMATS})",
     )
-    parser.add_argument("--output", default=None, help="directory for tables and figures")
+    add_output_argument(
+        parser, None, "directory for tables and figures (default: print the tables only)"
+    )
     parser.add_argument(
         "--all-metrics", action="store_true", help="every metric of a task, not only its first"
     )
@@ -70,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     parser.add_argument("--quiet", action="store_true", help="do not print the tables")
+    add_logging_arguments(parser)
 
 
 def build_tables(

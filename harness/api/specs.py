@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
-from harness.api.kv import key_values
+from harness.api.kv import key_values, split_top_level
 
 __all__ = [
     "check_task_args",
@@ -26,6 +26,7 @@ __all__ = [
     "InterventionSpec",
     "RunSpec",
     "load_run_file",
+    "read_run_file",
     "parse_intervention",
     "parse_task",
 ]
@@ -267,16 +268,30 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "run file") -> RunSpec:
-        """Build from a nested mapping (the run file's content)."""
+        """Build from a nested mapping (the run file's content).
+
+        Besides the fields, the shorthands of the command line: ``model: toy`` (a family
+        name), ``tasks: pope_mini,mmmu_mini`` (one string, split as ``--tasks`` is) and a
+        top-level ``limit`` (given to every task that sets none, as ``--limit``).
+        """
         if not isinstance(data, dict):
             raise SpecError(f"{where}: expected a mapping at the top level")
         data = dict(data)
         allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - allowed, key=str)
+        unknown = sorted(set(data) - allowed - {"limit"}, key=str)
         if unknown:
-            raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+            raise SpecError(
+                f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed | {'limit'})}"
+            )
+        if isinstance(data.get("model"), str):
+            data["model"] = {"name": data["model"]}
         if "model" in data:
             data["model"] = ModelSpec.from_dict(data["model"], f"{where}: model")
+        if isinstance(data.get("tasks"), str):
+            data["tasks"] = [t for t in split_top_level(data["tasks"]) if t.strip()]
+        limit = data.pop("limit", None)
+        if limit is not None and isinstance(data.get("tasks"), list | tuple):
+            data["tasks"] = [_with_limit(t, limit) for t in data["tasks"]]
         if "tasks" in data:
             if not isinstance(data["tasks"], list | tuple):
                 raise SpecError(f"{where}: 'tasks' must be a list")
@@ -316,8 +331,21 @@ class RunSpec:
         return data
 
 
-def load_run_file(path: str | Path) -> RunSpec:
-    """Read a YAML or JSON run file into a :class:`RunSpec`."""
+def _with_limit(task: Any, limit: Any) -> Any:
+    """A run file's task entry with the top-level ``limit`` unless it sets its own."""
+    if isinstance(task, str):
+        task = dataclasses.asdict(parse_task(task))
+    if isinstance(task, dict) and task.get("limit") is None:
+        return {**task, "limit": limit}
+    return task
+
+
+def read_run_file(path: str | Path) -> dict[str, Any]:
+    """The mapping a YAML or JSON run file holds (checked to be a mapping, nothing more).
+
+    ``headscope run --config`` takes a top-level ``scoring: MODE`` from it (as ``--scoring``)
+    before the rest becomes a :class:`RunSpec`.
+    """
     from harness.api.checks import one_line
 
     path = Path(path)
@@ -335,7 +363,14 @@ def load_run_file(path: str | Path) -> RunSpec:
         raise SpecError(f"run file {str(path)!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
         raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from None
-    return RunSpec.from_dict(data, where=f"run file {path.name}")
+    if not isinstance(data, dict):
+        raise SpecError(f"run file {path.name}: expected a mapping at the top level")
+    return data
+
+
+def load_run_file(path: str | Path) -> RunSpec:
+    """Read a YAML or JSON run file into a :class:`RunSpec`."""
+    return RunSpec.from_dict(read_run_file(path), where=f"run file {Path(path).name}")
 
 
 def parse_intervention(text: str) -> InterventionSpec:

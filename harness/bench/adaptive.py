@@ -14,7 +14,7 @@ variants interleaved in every repetition:
 - ``dense``: every head full (the empty plan = sdpa); ``--dense-repeats 0`` skips it (slow:
   quadratic).
 
-Each row reports medians and the ratios the issue asks for: ``estimate / hybrid`` (target
+Each row reports medians and the ratios that judge the routing: ``estimate / hybrid`` (target
 ≤ 10 % at 32K on CPU), ``(adaptive − hybrid) / hybrid``, ``(adaptive − hybrid_same) /
 hybrid_same`` and ``estimate / (dense − hybrid)``
 (the estimate's cost against the prefill time it saves). Attention alone is the strict

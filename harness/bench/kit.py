@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from harness.api.helpformat import HelpFormatter
+
 __all__ = [
     "KERNEL_CHOICES",
     "add_kernel_argument",
@@ -41,7 +43,7 @@ def bench_parser(name: str, description: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(
         prog=f"headscope bench {name}",
         description=description,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
 
 

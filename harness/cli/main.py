@@ -55,13 +55,20 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level argument parser."""
+    from harness import __version__
+    from harness.api.helpformat import HelpFormatter
+
     parser = _Parser(
         prog="headscope",
         description="Head-level mechanistic interventions on multimodal LLMs.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
+    parser.add_argument("--version", action="version", version=f"headscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p_list = sub.add_parser("list", help="list registered tasks, models or interventions")
+    p_list = sub.add_parser(
+        "list", help="list registered tasks, models or interventions", formatter_class=HelpFormatter
+    )
     p_list.add_argument("kind", choices=["tasks", "models", "interventions"],
                         help="which registry to list")  # fmt: skip
     p_list.add_argument(
@@ -72,10 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="the full protocol (main job) on --model/--tasks; with --interventions or "
         "--config only that grid",
+        formatter_class=HelpFormatter,
     )
     run_command.add_arguments(p_run)
     for name, (module, help_text) in EXTERNAL_COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, formatter_class=HelpFormatter)
         p.set_defaults(_external=module)
         try:
             importlib.import_module(module).add_arguments(p)
@@ -168,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "_missing", None):
             raise UsageError(args._missing, hint="install headscope with all its extras")
+        run_command.setup(args)  # --verbosity, --include_path: before any name is looked up
         if args.command == "list":
-            run_command.setup(args)
             return _cmd_list(args)
         if args.command == "run":
             return run_command.run(args)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
+from harness.api.helpformat import add_logging_arguments, add_output_argument
 
 __all__ = ["add_arguments", "run", "rescore", "ResizeUnrecorded"]
 
@@ -38,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scoring",
         required=True,
-        help="official, lmms_eval or lenient (see harness/api/scoring.py)",
+        help="official (the benchmark's released evaluation code), lmms_eval (lmms-eval "
+        "0.7.3's scoring) or lenient (headscope's tolerant parsers); docs/scoring.md",
     )
     parser.add_argument(
         "--tasks", default=None, help="comma-separated tasks to rescore (default: all)"
@@ -52,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON {task: {arg: value}} merged into the recorded task arguments, e.g. an "
         'answer extractor: \'{"mmlongbench_doc": {"extractor": "openai", ...}}\'',
     )
+    add_output_argument(
+        parser, None, "directory of the new results file (default: DIR, beside the old one)"
+    )
+    add_logging_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
     ):
         raise UsageError(shape)
     path = rescore(
-        args.run_dir, args.scoring, tasks=tasks, results_name=args.results, task_args=extra
+        args.run_dir,
+        args.scoring,
+        tasks=tasks,
+        results_name=args.results,
+        task_args=extra,
+        output=args.output,
     )
     print(f"wrote {path}")
     return 0
@@ -151,11 +162,14 @@ def rescore(
     tasks: list[str] | None = None,
     results_name: str = "results.json",
     task_args: dict[str, dict[str, Any]] | None = None,
+    output: str | Path | None = None,
 ) -> Path:
     """Score the logged replies of ``run_dir`` under ``scoring``; return the new file's path.
 
     ``task_args`` (``{task: {arg: value}}``) are merged into each task's recorded arguments
-    (e.g. MMLongBench-Doc's answer extractor); they are recorded in the new file.
+    (e.g. MMLongBench-Doc's answer extractor); they are recorded in the new file. The new
+    file goes to ``output`` (default: ``run_dir``); outside ``run_dir`` its entries point
+    at the run's sample logs by relative paths.
 
     Only ``results_name`` and the sample logs its entries name are read, and only inside
     ``run_dir`` (an entry whose ``samples_file`` leads elsewhere is refused); the logs are
@@ -255,9 +269,22 @@ def rescore(
                 warnings=warnings,
             )
         )
-    settings = {**old.settings, "rescored_from": results_name}
+    target = root if output is None else Path(output)
+    source_name = results_name
+    if target.resolve() != root.resolve():
+        import os
+
+        target.mkdir(parents=True, exist_ok=True)
+        source_name = os.path.relpath(source, target)
+        entries = [
+            replace(e, samples_file=os.path.relpath(root / e.samples_file, target))
+            if e.samples_file
+            else e
+            for e in entries
+        ]
+    settings = {**old.settings, "rescored_from": source_name}
     new = replace(old, entries=entries, settings=settings)
-    out = root / f"{Path(results_name).stem}.scoring-{scoring}.json"
+    out = target / f"{Path(results_name).stem}.scoring-{scoring}.json"
     with writing(out, "rescored results"):
         new.save(out)  # atomic: the old file or the whole new one, never a part
     return out

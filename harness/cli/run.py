@@ -17,6 +17,7 @@ import argparse
 import time
 from typing import Any
 
+from harness.api.helpformat import add_logging_arguments, add_output_argument
 from harness.cli._args import SCORING_HELP, limit_value
 
 __all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
@@ -30,13 +31,10 @@ the bundled toy model on the eight mini tasks; --model other than toy needs --ta
 With --interventions (or a --config run file): only that model x tasks x interventions grid.
 """
 
-VERBOSITY = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``headscope run``."""
     p.description = DESCRIPTION
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     what = p.add_argument_group("what to run")
     what.add_argument(
         "--model",
@@ -126,15 +124,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="count and skip samples whose media cannot be read",
     )
     out = p.add_argument_group("output")
-    out.add_argument(
-        "--output",
-        "--output_path",
-        "--output-path",
-        dest="output",
-        default=None,
-        metavar="DIR",
-        help="output directory (default: headscope_out)",
-    )
+    add_output_argument(out, None, "output directory (default: headscope_out)")
     out.add_argument(
         "--log-samples",
         "--log_samples",
@@ -143,26 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="accepted for lmms-eval habits: every sample is always logged, to "
         "DIR/samples/*.jsonl (the main job: DIR/accuracy/samples/)",
     )
-    out.add_argument(
-        "--verbosity",
-        type=str.upper,
-        choices=VERBOSITY,
-        default="INFO",
-        help="log level of the 'headscope' logger (default INFO); progress: bars on a "
-        "terminal, else one line per finished (task, intervention) cell; WARNING and above "
-        "show none",
-    )
-    plug = p.add_argument_group("plugins")
-    plug.add_argument(
-        "--include-path",
-        "--include_path",
-        dest="include_path",
-        action="append",
-        default=None,
-        metavar="DIR",
-        help="repeatable: import every *.py file of DIR first, so the tasks, "
-        "model families and interventions it registers can be named (docs/plugins.md)",
-    )
+    add_logging_arguments(p)
 
 
 def setup(args: argparse.Namespace) -> None:
@@ -251,15 +222,23 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         InterventionSpec,
         RunSpec,
         check_task_args,
-        load_run_file,
         parse_intervention,
         parse_task,
+        read_run_file,
     )
     from harness.cli._args import parse_mapping
 
     base: dict[str, Any] = {}
+    scoring = args.scoring
     if args.config:
-        base = load_run_file(args.config).to_dict()
+        raw = read_run_file(args.config)
+        file_scoring = raw.pop("scoring", None)
+        if file_scoring is not None and not isinstance(file_scoring, str):
+            raise _spec_error(f"run file {args.config}: 'scoring' must be a mode name")
+        if scoring is None:
+            scoring = file_scoring  # the flag wins over the file, as for every key
+        where = f"run file {args.config}"
+        base = RunSpec.from_dict(raw, where=where).to_dict()
     if args.model or args.model_args is not None or args.device:
         base["model"] = asdict(model_from_args(args, base.get("model")))
     if args.tasks:
@@ -278,11 +257,11 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             {**t, "args": {**t.get("args", {}), **per_task.get(t["name"], {})}}
             for t in base["tasks"]
         ]
-    if args.scoring is not None:
+    if scoring is not None:
         from harness.cli._args import apply_scoring
 
         pairs = [(t["name"], t.get("args") or {}) for t in base["tasks"]]
-        new = apply_scoring(args.scoring, pairs)
+        new = apply_scoring(scoring, pairs)
         base["tasks"] = [{**t, "args": a} for t, a in zip(base["tasks"], new, strict=True)]
     if args.interventions:
         base["interventions"] = [asdict(parse_intervention(x)) for x in args.interventions]

@@ -93,7 +93,7 @@ CASES = [
     ("yaml-args-list", _yaml("tasks: [{name: pope_mini, args: [1, 2]}]\n"), "tasks[0]: args"),
     ("yaml-args-null", _yaml("tasks: [{name: pope_mini, args: null}]\n"), "tasks[0]: args"),
     ("yaml-model-name-null", _yaml("tasks: [pope_mini]\nmodel: {name: null}\n"), "model: name"),
-    ("yaml-model-string", _yaml("tasks: [pope_mini]\nmodel: toy\n"), "model"),
+    ("yaml-model-number", _yaml("tasks: [pope_mini]\nmodel: 5\n"), "model"),
     ("yaml-task-arg-type", _yaml('tasks: [{name: pope_mini, args: {n: "5"}}]\n'), "argument n"),
     ("yaml-batch-bool", _yaml("tasks: [pope_mini]\nbatch_size: true\n"), "batch_size"),
     ("yaml-task-int", _yaml("tasks: [7]\n"), "tasks[0]"),

@@ -257,3 +257,18 @@ def test_rank_and_diagnose_take_the_same_model_args(tmp_path, capsys):
                 "--limit", "0.5", "--output", str(tmp_path / command)]  # fmt: skip
         assert cli.main(argv) == 2
         assert "'./no/such/ckpt' does not exist" in capsys.readouterr().err
+
+
+def test_run_file_takes_limit_and_scoring_like_the_flags(tmp_path):
+    from harness.cli.run import spec_from_args
+
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("model: toy\ntasks: pope_mini\nlimit: 2\nscoring: lenient\n")
+    parser = cli.build_parser()
+    spec = spec_from_args(parser.parse_args(["run", "--config", str(run_file)]))
+    (task,) = spec.tasks
+    assert (task.name, task.limit, task.args["scoring"]) == ("pope_mini", 2, "lenient")
+    flag = parser.parse_args(["run", "--config", str(run_file), "--scoring", "official"])
+    assert spec_from_args(flag).tasks[0].args["scoring"] == "official"  # the flag wins
+    run_file.write_text("tasks: pope_mini\nscoring: 3\n")
+    assert cli.main(["run", "--config", str(run_file)]) == 2

@@ -70,6 +70,20 @@ def test_rescore_writes_a_new_file_beside_the_old_one(tmp_path, says_yes_dot, ca
     assert again["metrics"] == before["entries"][0]["metrics"]
 
 
+def test_rescore_output_path_writes_elsewhere_and_keeps_the_logs_reachable(tmp_path, says_yes_dot):
+    from harness.schema.results import load_results
+
+    out, elsewhere = tmp_path / "run", tmp_path / "other" / "place"
+    _run(out)
+    argv = ["rescore", str(out), "--scoring", "lmms_eval", "--output_path", str(elsewhere)]
+    assert cli.main(argv) == 0
+    assert not (out / "results.scoring-lmms_eval.json").exists()
+    new = load_results(elsewhere / "results.scoring-lmms_eval.json")
+    assert new.settings["rescored_from"] == "../../run/results.json"
+    (entry,) = new.entries
+    assert (elsewhere / entry.samples_file).resolve() == next((out / "samples").glob("*.jsonl"))
+
+
 def test_rescore_refuses_unknown_modes_and_missing_runs(tmp_path, says_yes_dot, capsys):
     out = tmp_path / "run"
     _run(out)

@@ -147,3 +147,20 @@ def test_a_key_given_twice_is_refused(tmp_path, name, text, message):
     path.write_text(text)
     with pytest.raises(SpecError, match=message):
         load_run_file(path)
+
+
+def test_run_file_takes_the_command_line_shorthands(tmp_path):
+    (tmp_path / "short.yaml").write_text(
+        "model: toy\ntasks: pope_mini\nlimit: 3\ninterventions: [none]\n"
+    )
+    spec = load_run_file(tmp_path / "short.yaml")
+    assert spec.model.name == "toy"
+    assert spec.tasks == (TaskSpec("pope_mini", limit=3),)
+    (tmp_path / "two.yaml").write_text(
+        'tasks: \'pope_mini, {"name": "mmmu_mini", "limit": 5}\'\nlimit: 0.5\n'
+    )
+    two = load_run_file(tmp_path / "two.yaml")
+    assert two.tasks == (TaskSpec("pope_mini", limit=0.5), TaskSpec("mmmu_mini", limit=5))
+    (tmp_path / "bad.yaml").write_text("tasks: [pope_mini]\nlimit: 0\n")
+    with pytest.raises(SpecError, match="limit"):
+        load_run_file(tmp_path / "bad.yaml")
