@@ -1,9 +1,24 @@
 """Leaderboards: tables and figures built only from headscope's typed result files.
 
 Nothing here loads a model: the inputs are ``results.json`` (:mod:`harness.schema.results`),
-ranking files (:mod:`harness.schema.ranking`), ``bench hybrid`` / ``bench ram`` JSON and diagnose
-files (:mod:`leaderboards.diagnostics`). Importing this package imports the standard library
+ranking files (:mod:`harness.schema.ranking`), bench files (:mod:`harness.schema.bench`) and
+diagnose files (:mod:`harness.schema.diagnostics`); :mod:`leaderboards.sources` finds them and
+dispatches on each file's schema tag. Importing this package imports the standard library
 only; numpy/scipy (Spearman CIs), tabulate (terminal) and matplotlib (figures) load when used.
+
+Files to touch for a new table:
+
+1. a new kind of input only: its writer tags the file and ``harness/schema/<kind>.py`` reads
+   it (tag, version, typed fields; see ``bench.py``); ``leaderboards/sources.py`` maps the tag
+   in ``classify``, loads it in ``_add`` into a ``Sources`` field;
+2. ``leaderboards/<table>.py`` — a function returning a :class:`~leaderboards.formatting.Table`;
+   settings keep rows apart and become ``set:`` columns (``leaderboards.settings``:
+   ``split_settings``, ``settings_row``), never averaged together;
+3. ``leaderboards/cli.py`` ``build_tables`` (the order of the tables), and
+   ``leaderboards/figures.py`` for a figure;
+4. ``tests/data/leaderboards/regen.py`` — an input for it, then rerun it to rewrite the inputs
+   and the goldens (its README says how), and a test in ``tests/unit/test_leaderboards*.py``;
+5. README, where ``headscope leaderboard`` lists its tables ("Running a grid").
 
 Typical use::
 
