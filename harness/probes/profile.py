@@ -37,11 +37,11 @@ import numpy as np
 
 from harness.metrics.ram import head_count
 from harness.metrics.stats import bootstrap_counts
+from harness.schema.profile import METRICS, profile_document
 
 __all__ = [
     "MASS_LEVELS",
     "METRICS",
-    "PROFILE_FORMAT",
     "profile_metrics",
     "heads_for_mass",
     "gini",
@@ -53,18 +53,7 @@ __all__ = [
     "format_profile",
 ]
 
-PROFILE_FORMAT = "headscope.profile"
 MASS_LEVELS = (0.5, 0.8, 0.9)
-METRICS = (
-    "heads_for_50",
-    "heads_for_80",
-    "heads_for_90",
-    "gini",
-    "entropy",
-    "entropy_norm",
-    "top_depth_centroid",
-    "top_depth_spread",
-)
 
 
 def _rows(values: Any) -> np.ndarray:
@@ -214,8 +203,8 @@ def ranking_profiles(ranking: Any, *, top: float = 0.05, n_boot: int = 1000) -> 
     """Profiles of every task of a ranking (seed and α from each task's bootstrap record).
 
     Returns:
-        ``{"format": "headscope.profile", "version": 1, "model": ..., "settings": ...,
-        "tasks": {task: task_profile(...)}}``.
+        A ``headscope.profile`` document (:mod:`harness.schema.profile`): ``{"format",
+        "version", "model", "settings", "tasks": {task: task_profile(...)}}``.
     """
     tasks = {}
     for name in ranking.task_names:
@@ -228,13 +217,7 @@ def ranking_profiles(ranking: Any, *, top: float = 0.05, n_boot: int = 1000) -> 
             seed=int(boot.get("seed", 0)),
             alpha=float(boot.get("alpha", 0.05)),
         )
-    return {
-        "format": PROFILE_FORMAT,
-        "version": 1,
-        "model": ranking.model,
-        "settings": ranking.settings,
-        "tasks": tasks,
-    }
+    return profile_document(ranking.model, ranking.settings, tasks)
 
 
 def format_profile(profile: dict[str, Any]) -> str:

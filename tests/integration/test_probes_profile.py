@@ -10,6 +10,7 @@ pytest.importorskip("torch")
 from harness.api.specs import TaskSpec  # noqa: E402
 from harness.probes.profile import METRICS, profile_metrics, ranking_profiles  # noqa: E402
 from harness.probes.rank import format_report, run_rank  # noqa: E402
+from harness.schema.profile import ProfileFile  # noqa: E402
 from harness.schema.ranking import load_ranking  # noqa: E402
 from tests.integration.test_probes_rank import tiny_adapter  # noqa: E402
 
@@ -21,6 +22,7 @@ def test_rank_writes_the_sparsity_profile(tmp_path):
     doc = json.loads((tmp_path / "profile.json").read_text())
     assert tmp_path / "profile.json" in report.files
     assert doc["format"] == "headscope.profile" and list(doc["tasks"]) == specs_names(specs)
+    assert list(ProfileFile.from_dict(doc, "profile.json").tasks) == specs_names(specs)
     ranking = load_ranking(tmp_path / "ranking.json")
     assert doc == json.loads(json.dumps(ranking_profiles(ranking, n_boot=30)))  # from the file
     for name, prof in doc["tasks"].items():

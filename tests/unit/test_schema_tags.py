@@ -134,3 +134,27 @@ def test_diagnose_files_have_a_typed_reader():
     for row in renamed["layers"]:
         del row["erank_in"]
     assert DiagnosticsFile.from_dict(renamed).layers == read.layers
+
+
+def test_profile_files_have_a_typed_reader():
+    from harness.probes.profile import ranking_profiles
+    from harness.schema.profile import METRICS, ProfileFile, ProfileFormatError
+    from harness.schema.ranking import load_ranking
+
+    ranking = load_ranking(DIAGNOSE / "ranking.json")
+    doc = json.loads(json.dumps(ranking_profiles(ranking, n_boot=20)))
+    read = ProfileFile.from_dict(doc, "p.json")
+    assert list(read.tasks) == list(ranking.task_names) and read.model == ranking.model
+    assert all(set(t["metrics"]) == set(METRICS) for t in read.tasks.values())
+    assert classify(doc) is None  # shown from the rankings, not from profile.json
+    first = ranking.task_names[0]
+    task = doc["tasks"][first]
+    broken = [
+        ({**doc, "version": 2}, "version 2 is not supported"),
+        ({**doc, "tasks": {}}, "non-empty"),
+        ({**doc, "tasks": {first: {**task, "metrics": {}}}}, "metric 'heads_for_50' lacks"),
+        ({**doc, "tasks": {first: {**task, "cumulative_mass": [0.5]}}}, "cumulative_mass"),
+    ]
+    for bad, message in broken:
+        with pytest.raises(ProfileFormatError, match=message):
+            ProfileFile.from_dict(bad, "p.json")
