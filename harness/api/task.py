@@ -176,6 +176,13 @@ class Task:
         return None
 
     # -- scoring ----------------------------------------------------------------------
+    def prepare_scoring(self, samples: Sequence[Any], generations: Sequence[Generation]) -> None:
+        """Called with a whole batch before its :meth:`score` calls (default: nothing).
+
+        A task whose scoring calls a model (MMLongBench-Doc's ``hf:PATH`` extractor) batches
+        that work here; :meth:`score` must still give the same value without it.
+        """
+
     def score(self, sample: Any, generation: Generation, ctx: ScoringContext) -> dict[str, Any]:
         """Per-sample scores (floats, or other JSON values used by :meth:`aggregate`)."""
         raise NotImplementedError

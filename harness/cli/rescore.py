@@ -228,6 +228,10 @@ def rescore(
             )
         scores, failures, missing = [], [], []
         rows, _ = unique_rows(read_sample_rows(log_path))  # read only: never repaired here
+        logged = [r for r in rows if "output" in r and r["doc_id"] in docs]
+        task.prepare_scoring(
+            [docs[r["doc_id"]] for r in logged], [Generation(text=r["output"]) for r in logged]
+        )
         for row in rows:
             if "output" not in row:
                 continue  # skipped documents stay skipped

@@ -120,6 +120,8 @@ def _score_batch(
     t0 = time.perf_counter()
     generations = adapter.generate(requests)
     batch_ms = (time.perf_counter() - t0) * 1000.0
+    if not predict_only:
+        task.prepare_scoring(batch, generations)
     for doc, req, gen in zip(batch, requests, generations, strict=True):
         row: dict[str, Any] = {
             "doc_id": doc.doc_id,

@@ -20,18 +20,24 @@ ever stands in for the other:
   is recorded. The key, if the endpoint needs one, is read from the environment variable
   named by ``api_key_env``. A failed call raises (the sample is counted as failed), never
   falling back to the rules.
+- :class:`~tasks.mmlongbench_doc.hf_extractor.HFExtractor` (``extractor="hf:PATH"``): the
+  same request answered by a local chat model that transformers loads from ``PATH``.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.mmlongbench_doc.official import parse_extraction
+
+if TYPE_CHECKING:
+    from tasks.mmlongbench_doc.hf_extractor import HFExtractor
 
 __all__ = ["RuleExtractor", "EndpointExtractor", "make_extractor", "NOT_ANSWERABLE"]
 
@@ -157,13 +163,37 @@ class EndpointExtractor:
 
 
 def make_extractor(
-    kind: str, url: str | None, model: str | None, prompt: str | None
-) -> RuleExtractor | EndpointExtractor:
-    """The extractor named by ``kind`` ("rules" or "openai")."""
+    kind: str,
+    url: str | None,
+    model: str | None,
+    prompt: str | None,
+    **hf_options: Any,
+) -> RuleExtractor | EndpointExtractor | HFExtractor:
+    """The extractor named by ``kind``: "rules", "openai" or "hf:PATH" (a local chat model).
+
+    Args:
+        kind: The extractor.
+        url: Endpoint base URL ("openai").
+        model: Model name at the endpoint ("openai").
+        prompt: The release's prompt file ("openai", "hf:PATH").
+        **hf_options: ``device``, ``dtype``, ``batch_size``, ``cache_file`` of "hf:PATH".
+    """
     if kind == "rules":
         if url or model or prompt:
-            raise ValueError("extractor_url/model/prompt only apply to extractor='openai'")
+            raise ValueError(
+                "extractor_url/model/prompt only apply to extractor='openai' or 'hf:PATH'"
+            )
         return RuleExtractor()
     if kind == "openai":
         return EndpointExtractor(url or "", model or "", prompt or "")
-    raise ValueError(f"extractor must be 'rules' or 'openai', not {kind!r}")
+    if kind.startswith("hf:"):
+        if url or model:
+            raise ValueError("extractor_url/extractor_model only apply to extractor='openai'")
+        from tasks.mmlongbench_doc.hf_extractor import HFExtractor
+
+        return HFExtractor(kind[3:], prompt or "", **hf_options)
+    close = difflib.get_close_matches(kind, ["rules", "openai"], n=1, cutoff=0.5)
+    if kind.lower().startswith("hf"):
+        close = ["hf:PATH"]
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"extractor must be 'rules', 'openai' or 'hf:PATH', not {kind!r}{hint}")

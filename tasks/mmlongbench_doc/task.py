@@ -91,6 +91,9 @@ class DocSample:
     page_images: tuple[Any, ...] = ()
 
 
+_HF_DEFAULTS = {"device": "auto", "dtype": "auto", "batch_size": 8, "cache_file": None}
+
+
 @task("mmlongbench_doc")
 class MMLongBenchDoc(RowSource, Task):
     """MMLongBench-Doc long-document QA over rendered pages.
@@ -106,11 +109,16 @@ class MMLongBenchDoc(RowSource, Task):
         revision: Hub revision.
         scoring: "official" (extractor + the release's eval_score), "lmms_eval" or
             "lenient".
-        extractor: "rules" or "openai" (official scoring only; see
-            :mod:`tasks.mmlongbench_doc.extractor`).
+        extractor: "rules", "openai" or "hf:PATH" (a local chat model; official scoring only;
+            see :mod:`tasks.mmlongbench_doc.extractor`).
         extractor_url: Base URL of an OpenAI-compatible endpoint (extractor "openai").
         extractor_model: Model name at that endpoint.
-        extractor_prompt: Path of the release's ``eval/prompt_for_answer_extraction.md``.
+        extractor_prompt: Path of the release's ``eval/prompt_for_answer_extraction.md``
+            ("openai" and "hf:PATH").
+        extractor_device: "hf:PATH" only: "auto", "cpu", "cuda", "cuda:N".
+        extractor_dtype: "hf:PATH" only: "auto", "float32", "bfloat16", "float16".
+        extractor_batch_size: "hf:PATH" only: replies per generate call.
+        extractor_cache: "hf:PATH" only: JSON-lines file caching extractions across runs.
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
@@ -132,15 +140,35 @@ class MMLongBenchDoc(RowSource, Task):
         data_dir: str | None = None,
         revision: str | None = None,
         scoring: ScoringMode = "official",
-        extractor: Literal["rules", "openai"] = "rules",
+        extractor: str = "rules",
         extractor_url: str | None = None,
         extractor_model: str | None = None,
         extractor_prompt: str | None = None,
+        extractor_device: str = "auto",
+        extractor_dtype: str = "auto",
+        extractor_batch_size: int = 8,
+        extractor_cache: str | None = None,
     ) -> None:
         self.scoring = check_scoring("mmlongbench_doc", scoring)
         if self.scoring != "official" and extractor != "rules":
             raise ValueError("mmlongbench_doc: an answer extractor only applies to 'official'")
-        self.extractor = make_extractor(extractor, extractor_url, extractor_model, extractor_prompt)
+        hf_options = {
+            "device": extractor_device,
+            "dtype": extractor_dtype,
+            "batch_size": extractor_batch_size,
+            "cache_file": extractor_cache,
+        }
+        if not extractor.startswith("hf:") and hf_options != _HF_DEFAULTS:
+            raise ValueError(
+                "mmlongbench_doc: extractor_device/dtype/batch_size/cache need extractor='hf:PATH'"
+            )
+        self.extractor = make_extractor(
+            extractor,
+            extractor_url,
+            extractor_model,
+            extractor_prompt,
+            **(hf_options if extractor.startswith("hf:") else {}),
+        )
         if pages not in ("all", "gold"):
             raise ValueError(f"mmlongbench_doc pages must be 'all' or 'gold', got {pages!r}")
         if dpi <= 0 or (max_pages is not None and max_pages < 1):
@@ -231,6 +259,14 @@ class MMLongBenchDoc(RowSource, Task):
             shown = list(range(len(request.pages)))
         found = tuple(shown.index(p) for p in sample.evidence_pages if p in shown)
         return PageEvidence(pages=found) if found else None
+
+    def prepare_scoring(
+        self, samples: Sequence[DocSample], generations: Sequence[Generation]
+    ) -> None:
+        """Extract a batch of replies at once (a local model extractor batches them)."""
+        prefetch = getattr(self.extractor, "prefetch", None)
+        if self.scoring == "official" and prefetch is not None:
+            prefetch([(s.question, g.text) for s, g in zip(samples, generations, strict=True)])
 
     def score(self, sample: DocSample, generation: Generation, ctx: ScoringContext) -> dict:
         """Score under the mode, plus the answerability flags its F1 needs."""

@@ -193,3 +193,24 @@ def test_reply_warnings_read_parse_rate_or_unparsed_rate():
     assert task.reply_warnings([MetricValue("parse_rate", 0.2, 0.1, 5)]) == []
     assert task.reply_warnings([MetricValue("parse_rate", 0.0, None, 0)]) == []  # nothing scored
     assert task.reply_warnings([MetricValue("accuracy", 0.0, 0.0, 5)]) == []
+
+
+def test_prepare_scoring_sees_each_batch_once_before_its_scores(tmp_path, says_yes_dot):
+    from harness.api.registry import TASKS
+
+    base = TASKS.get("pope_mini")
+    calls = []
+
+    class Counting(base):
+        """pope_mini, recording the batches prepare_scoring is given."""
+
+        def prepare_scoring(self, samples, generations):
+            calls.append((len(samples), [g.text for g in generations]))
+
+        def score(self, sample, generation, ctx):
+            assert calls, "score before prepare_scoring"
+            return super().score(sample, generation, ctx)
+
+    with TASKS.temporary("pope_counting", Counting):
+        _grid(tmp_path / "b", "--tasks", "pope_counting", "--batch_size", "2")
+    assert calls == [(2, ["Yes.", "Yes."])] * 3  # --limit 6 in batches of 2
