@@ -114,7 +114,7 @@
       document.getElementById("head-title").textContent = state.head ? "Head " + state.head + " on " + state.task : "No head chosen";
       var over = HS.clear(document.getElementById("overlays"));
       if (state.head) shown.forEach(function (v, i) { over.appendChild(overlays(v, allMaps[i])); });
-      document.body.setAttribute("data-ready", "1");
+      HS.ready();
     }).catch(HS.fail);
   }
 

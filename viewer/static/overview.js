@@ -37,5 +37,5 @@
       th.title = "sort";
     });
   });
-  document.body.setAttribute("data-ready", "1");
+  window.HS.ready();
 })();

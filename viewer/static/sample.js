@@ -113,7 +113,7 @@
       showPrompts(table, detail);
       showReplies(table, detail, row);
       showMaps(got[1]);
-      document.body.setAttribute("data-ready", "1");
+      HS.ready();
     });
   }
 

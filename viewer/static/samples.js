@@ -156,7 +156,7 @@
     matches = filtered();
     rows();
     HS.setParams(state);
-    document.body.setAttribute("data-ready", "1");
+    HS.ready();
   }
 
   function load() {
