@@ -30,7 +30,14 @@ from harness.schema.diagnostics import DIAGNOSTICS_SCHEMA, DIAGNOSTICS_VERSION
 if TYPE_CHECKING:
     from harness.api.specs import TaskSpec
 
-__all__ = ["DiagnoseReport", "run_diagnose", "build_documents", "key_region_summary", "table"]
+__all__ = [
+    "DiagnoseReport",
+    "run_diagnose",
+    "build_documents",
+    "key_region_summary",
+    "table",
+    "draw_missing_plots",
+]
 
 
 @dataclass
@@ -207,14 +214,37 @@ def run_diagnose(
     docs = build_documents(model, settings, results, key_region_summary(samples, threshold))
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for variant, doc in docs.items():
+    figures = _plots(docs, out) if plots else []
+    # Each file whole, the figures first and the paper variant last: whoever finds
+    # diagnostics_paper.json (a resumed main job) finds everything else beside it.
+    from harness.schema.results import write_json_atomic
+
+    for variant in sorted(docs, key=lambda v: v == "paper"):
         path = out / f"diagnostics_{variant}.json"
-        path.write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
-        files.append(path)
-    if plots:
-        files += _plots(docs, out)
-    return DiagnoseReport(docs, files, skipped)
+        write_json_atomic(path, docs[variant], indent=1, allow_nan=False)
+    files = [out / f"diagnostics_{variant}.json" for variant in docs]
+    return DiagnoseReport(docs, files + figures, skipped)
+
+
+def _plot_path(out: Path, variant: str) -> Path:
+    return out / "plots" / f"diagnostics_{variant}.png"
+
+
+def draw_missing_plots(output: str | Path) -> list[Path]:
+    """Draw the figures of the diagnostics files in ``output`` that are not on disk.
+
+    For a run stopped after its files were written and before its figures were drawn (older
+    headscope wrote the files first). Returns the figures drawn.
+    """
+    from harness.probes.plots import figures_missing, plotting_available
+
+    out = Path(output)
+    docs = {}
+    for variant in VARIANTS:
+        path = out / f"diagnostics_{variant}.json"
+        if path.is_file() and figures_missing([_plot_path(out, variant)]):
+            docs[variant] = json.loads(path.read_text(encoding="utf-8"))
+    return _plots(docs, out) if docs and plotting_available() else []
 
 
 def _plots(docs: dict[str, dict[str, Any]], out: Path) -> list[Path]:
@@ -235,7 +265,7 @@ def _plots(docs: dict[str, dict[str, Any]], out: Path) -> list[Path]:
                     levels[m][name] = vals[m]
         if doc["erope_floor"] is not None:
             levels["RID"]["ε_RoPE"] = doc["erope_floor"]
-        path = out / "plots" / f"diagnostics_{variant}.png"
+        path = _plot_path(out, variant)
         png = layer_lines(series, f"module diagnostics ({variant})", path, levels)
         files += [png, png.with_suffix(".pdf")]
     return files

@@ -21,6 +21,7 @@ __all__ = [
     "plotting_available",
     "new_figure",
     "draw_heatmap",
+    "figures_missing",
     "legend_below",
     "save_figure",
     "heatmap_figure",
@@ -96,13 +97,29 @@ def legend_below(fig: Any, axes: Sequence[Any], *, fontsize: float = 7) -> Any:
 
 
 def save_figure(fig: Any, png: str | Path) -> list[Path]:
-    """Write ``fig`` as ``png`` and as a vector PDF beside it; returns both paths."""
+    """Write ``fig`` as ``png`` and as a vector PDF beside it; returns both paths.
+
+    Each file is written whole or not at all (a temporary file beside it, then renamed), so a
+    run killed while drawing leaves no half figure for a resume to take as drawn.
+    """
+    import os
+
     out = Path(png)
     out.parent.mkdir(parents=True, exist_ok=True)
     pdf = out.with_suffix(".pdf")
-    fig.savefig(out, dpi=DPI)
-    fig.savefig(pdf)
+    for path, kwargs in ((out, {"dpi": DPI}), (pdf, {})):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            fig.savefig(tmp, format=path.suffix[1:], **kwargs)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     return [out, pdf]
+
+
+def figures_missing(pngs: Sequence[str | Path]) -> bool:
+    """True when any of the PNGs, or the PDF beside it, is not on disk."""
+    return any(not Path(p).is_file() or not Path(p).with_suffix(".pdf").is_file() for p in pngs)
 
 
 def heatmap_figure(matrix: Any, title: str, label: str = "mean RAM") -> Any:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from harness.schema.ranking import Ranking
 
 __all__ = [
+    "draw_heatmaps",
     "format_report",
     "TaskProbe",
     "RankReport",
@@ -157,9 +158,16 @@ def probe_task(
 
 
 def build_ranking(
-    adapter: Any, probes: list[TaskProbe], *, seed: int = 0, n_boot: int = 1000
+    adapter: Any,
+    probes: list[TaskProbe],
+    *,
+    seed: int = 0,
+    n_boot: int = 1000,
+    request: dict[str, Any] | None = None,
 ) -> Ranking:
     """The ranking of the probed tasks (tasks without any probed sample are left out).
+
+    ``request``, when given, is recorded as ``settings["request"]`` (see :func:`run_rank`).
 
     Raises:
         ProbeError: No task has a probed sample.
@@ -192,6 +200,8 @@ def build_ranking(
         "probe": PROBE_NOTE,
         "n_boot": n_boot,
     }
+    if request is not None:
+        settings["request"] = _plain(request)
     return Ranking(
         model=model,
         settings=settings,
@@ -253,8 +263,15 @@ def cross_task(
     }
 
 
-def _heatmaps(ranking: Ranking, out: Path) -> list[Path]:
-    from harness.probes.plots import heatmap, plotting_available
+def draw_heatmaps(ranking: Ranking, out: Path, missing_only: bool = False) -> list[Path]:
+    """``OUT/heatmaps/<task>.png`` (and ``.pdf``) per task and combined; [] without matplotlib.
+
+    Args:
+        ranking: The ranking.
+        out: The rank output directory.
+        missing_only: Draw only the figures not on disk (a resumed main job).
+    """
+    from harness.probes.plots import figures_missing, heatmap, plotting_available
 
     if not plotting_available():
         return []
@@ -262,7 +279,8 @@ def _heatmaps(ranking: Ranking, out: Path) -> list[Path]:
     for name in [*ranking.task_names, None]:
         label = name or "combined"
         path = out / "heatmaps" / f"{label}.png"
-        heatmap(ranking.matrix(name), f"RAM — {label}", path)
+        if not (missing_only and not figures_missing([path])):
+            heatmap(ranking.matrix(name), f"RAM — {label}", path)
         files += [path, path.with_suffix(".pdf")]
     return files
 
@@ -278,8 +296,15 @@ def run_rank(
     progress: bool = True,
     plots: bool = True,
     skip_bad_docs: bool = False,
+    request: dict[str, Any] | None = None,
 ) -> RankReport:
-    """Probe the tasks; write ranking, cross-task report, sparsity profile, heatmaps."""
+    """Probe the tasks; write ranking, cross-task report, sparsity profile, heatmaps.
+
+    ``ranking.json`` is written last, each file whole (atomically): a run killed midway leaves
+    no ranking, so whoever finds one finds the other files and figures beside it. ``request``
+    (the caller's record of what the ranking was made for: model, task specs, seed) is kept in
+    the ranking's settings, so that a resume can tell a ranking made for something else.
+    """
     from harness.probes.profile import ranking_profiles
     from harness.schema.ranking import save_ranking
     from harness.schema.results import write_json_atomic
@@ -288,20 +313,17 @@ def run_rank(
     probes = [
         probe_task(adapter, t, progress=progress, skip_bad_docs=skip_bad_docs) for t in tspecs
     ]
-    ranking = build_ranking(adapter, probes, seed=seed, n_boot=n_boot)
+    ranking = build_ranking(adapter, probes, seed=seed, n_boot=n_boot, request=request)
     cross = cross_task(ranking, top_k=top_k, n_boot=n_boot, seed=seed)
     skipped = {p.name: p.skipped for p in probes}
     cross["skipped"] = {name: len(rows) for name, rows in skipped.items()}
     cross["dropped_tasks"] = [p.name for p in probes if not p.values]
-    files = [save_ranking(out / "ranking.json", ranking)]
-    path = out / "spearman.json"
-    path.write_text(json.dumps(cross, indent=1, allow_nan=False), encoding="utf-8")
-    files.append(path)
+    write_json_atomic(out / "spearman.json", cross, indent=1, allow_nan=False)
     profile = ranking_profiles(ranking, n_boot=n_boot)
     write_json_atomic(out / "profile.json", profile, indent=1, allow_nan=False)
-    files.append(out / "profile.json")
-    if plots:
-        files += _heatmaps(ranking, out)
+    figures = draw_heatmaps(ranking, out) if plots else []
+    files = [save_ranking(out / "ranking.json", ranking), out / "spearman.json"]
+    files += [out / "profile.json", *figures]
     return RankReport(ranking, cross, skipped, files, profile)
 
 

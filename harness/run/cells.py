@@ -17,6 +17,16 @@ apart by a hash of their full identity, paths included.
 
 A resumed cell with nothing left to run keeps the resolved intervention details of the run that
 did the work (:func:`previous_resolved`): re-attaching would record e.g. SAP's ``forwards`` as 0.
+Each cell's record is saved (``samples/resolved.json``, :func:`save_resolved`) as soon as the
+cell ends, so a run stopped before it rewrote ``results.json`` keeps it too.
+
+A file argument read while the run goes on (an intervention's ranking) must be the one whose
+content named the cell's log: :func:`file_hashes` at the start, compared before and after each
+cell attaches (``harness.run.evaluator``), so one log never holds rows of two head sets.
+
+The run's identity (``run_spec.json``, :func:`run_identity`) names path arguments by their base
+name, so a moved output directory (the main job's ``rank/ranking.json`` inside it) resumes; a
+file whose content changed gets new cell names, so those cells start again.
 """
 
 from __future__ import annotations
@@ -28,7 +38,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cell_names", "samples_filename", "portable_args", "previous_resolved"]
+__all__ = [
+    "cell_names",
+    "samples_filename",
+    "portable_args",
+    "previous_resolved",
+    "save_resolved",
+    "file_hashes",
+    "run_identity",
+    "RESOLVED_FILE",
+]
+
+RESOLVED_FILE = "samples/resolved.json"
+"""Each finished cell's resolved intervention record, by its samples file."""
 
 MAX_PART = 80
 """Longest readable part (task or intervention) of a file name before it is cut and hashed."""
@@ -126,10 +148,72 @@ def cell_names(tasks: Sequence[Any], interventions: Sequence[Any]) -> dict[tuple
     return names
 
 
-def previous_resolved(out: Path) -> dict[str, dict[str, Any]]:
-    """``samples_file → intervention_resolved`` of the results already in ``out`` ({} if none)."""
+def _read_json(path: Path) -> Any:
     try:
-        data = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        return {e["samples_file"]: e["intervention_resolved"] for e in data["entries"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def previous_resolved(out: Path) -> dict[str, dict[str, Any]]:
+    """``samples_file → intervention_resolved`` of the cells already done in ``out``.
+
+    From ``results.json`` and, over it, the records saved as each cell ended
+    (:data:`RESOLVED_FILE`); {} if neither exists.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        data = _read_json(out / "results.json")
+        found = {e["samples_file"]: e["intervention_resolved"] for e in data["entries"]}
+    except (KeyError, TypeError):
+        pass
+    saved = _read_json(out / RESOLVED_FILE)
+    if isinstance(saved, dict):
+        found.update({k: v for k, v in saved.items() if isinstance(v, dict)})
+    return found
+
+
+def save_resolved(out: Path, samples_file: str, resolved: dict[str, Any]) -> None:
+    """Record ``resolved`` for the cell logged in ``samples_file`` (atomic rewrite)."""
+    from harness.schema.results import write_json_atomic
+
+    path = out / RESOLVED_FILE
+    saved = _read_json(path)
+    saved = saved if isinstance(saved, dict) else {}
+    saved[samples_file] = resolved
+    write_json_atomic(path, json.loads(json.dumps(saved, default=str)))
+
+
+def file_hashes(args: dict[str, Any], keys: Any = None) -> dict[str, str | None]:
+    """``key → content hash`` of the file-path arguments in ``args``.
+
+    Args:
+        args: Arguments of a task or intervention.
+        keys: The keys to hash (a file gone since gives None); default: each argument that
+            names a file now.
+    """
+    out: dict[str, str | None] = {}
+    for key, value in args.items():
+        if keys is not None and key not in keys or not _looks_like_path(key, value):
+            continue
+        path = Path(value).expanduser()
+        if path.is_file():
+            out[key] = _sha(path.read_bytes())
+        elif keys is not None:
+            out[key] = None
+    return out
+
+
+def _base_names(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: (Path(v).expanduser().name or v) if _looks_like_path(k, v) else v
+        for k, v in args.items()
+    }
+
+
+def run_identity(spec: Any) -> dict[str, Any]:
+    """``spec.identity()`` with every path argument (tasks, interventions) by its base name."""
+    data = spec.identity()
+    for part in (*data["tasks"], *data["interventions"]):
+        part["args"] = _base_names(part.get("args") or {})
+    return data

@@ -25,7 +25,14 @@ from harness.api.task import (
     ScoringContext,
     Task,
 )
-from harness.run.cells import cell_names, previous_resolved, samples_filename
+from harness.run.cells import (
+    cell_names,
+    file_hashes,
+    previous_resolved,
+    run_identity,
+    samples_filename,
+    save_resolved,
+)
 from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
@@ -229,7 +236,7 @@ def run_grid(
     try:
         try:  # checks that can fail on one rank alone: every rank learns the outcome (agree)
             if rank == 0:
-                check_run_dir(out, spec.identity(), SPEC_FILE)
+                check_run_dir(out, run_identity(spec), SPEC_FILE, legacy=spec.identity())
             docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
             for tspec, task in tasks:
                 check_first_request(task, docs_of[id(task)], tspec)
@@ -238,7 +245,8 @@ def run_grid(
                 if lock.stale:
                     print(f"headscope: note: taking over the lock of a run that did not finish "
                           f"(pid {lock.stale.get('pid')}); resuming", file=sys.stderr)  # fmt: skip
-                check_run_dir(out, spec.identity(), SPEC_FILE)  # again, now that we hold the lock
+                # again, now that we hold the lock
+                check_run_dir(out, run_identity(spec), SPEC_FILE, legacy=spec.identity())
             if adapter is None:
                 from harness.api.model import load_adapter
 
@@ -251,7 +259,7 @@ def run_grid(
             dist.agree(exc)
         dist.agree(None)
         if rank == 0:
-            write_json_atomic(out / SPEC_FILE, spec.identity())
+            write_json_atomic(out / SPEC_FILE, run_identity(spec))
         started = True
         dist.barrier()
         return _run(spec, tasks, docs_of, interventions, adapter, out, (rank, world))
@@ -282,6 +290,7 @@ def _run(
         provenance["settings"]["gen_kwargs"] = dict(spec.gen_kwargs)
     adapter.gen_kwargs, adapter.gen_seed = dict(spec.gen_kwargs), spec.seed
     names = cell_names(spec.tasks, spec.interventions)
+    hashes = [file_hashes(ispec.args) for ispec, _ in interventions]  # the content names used
     before = previous_resolved(out)
     for i, (tspec, task) in enumerate(tasks):
         docs = docs_of[id(task)]
@@ -293,13 +302,17 @@ def _run(
             log = SampleLog(out / "samples" / _shard_name(fname, (rank, world)))
             desc = f"{tspec.name} × {ispec.label}"
             window_kernels_used(reset=True)
+            _check_unchanged(ispec, hashes[j])
             with interv.attach(adapter) as resolved:
+                _check_unchanged(ispec, hashes[j])  # the files it read named this cell's log
                 counters = _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
             resolved = dict(resolved or {})
             if used := window_kernels_used(reset=True):  # which window kernel ran, per cell
                 resolved["window_kernels"] = used
             if not counters["generated"] and f"samples/{fname}" in before:
                 resolved = before[f"samples/{fname}"]  # resumed, nothing new: keep the record
+            elif rank == 0:
+                save_resolved(out, f"samples/{fname}", resolved)
             rows = log.read()
             if world > 1:
                 rows = dist.gather_rows(rows)
@@ -329,6 +342,19 @@ def _run(
     if rank != 0:
         return None
     return _save(out, spec, provenance, metric_defs, entries, adapter, status="complete")
+
+
+def _check_unchanged(ispec: Any, hashes: dict[str, str | None]) -> None:
+    """Refuse to go on when a file argument's content differs from the run's start."""
+    now = file_hashes(ispec.args, keys=hashes)
+    for key, digest in hashes.items():
+        if now.get(key) != digest:
+            raise EvaluationError(
+                f"intervention {ispec.label!r}: the {key} file {ispec.args[key]!r} changed "
+                "since this run started; rerun the same command: the cells that use it start "
+                "again under the new content's name (rows made with the old content are kept "
+                "apart)"
+            )
 
 
 def _write_merged_log(path: Path, docs: Sequence[Any], rows: list[dict[str, Any]]) -> None:

@@ -208,6 +208,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.api.task import grounded_tasks
     from harness.probes.rank import format_report, run_rank
     from harness.run.evaluator import run_grid
+    from harness.run.resume import diagnose_done, rank_request, reusable_ranking, write_marker
     from harness.run.stages import (
         StageTimings,
         bench_stage,
@@ -221,18 +222,27 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     clock = StageTimings(out / "timings.json")
     start = _stage(f"loading model {model_spec.name}")
     adapter = load_adapter(model_spec)  # a bad checkpoint fails here, before anything is written
+    write_marker(out, model_spec, cfg)
     clock.record("load_s", time.perf_counter() - start, (out / "summary.json").exists())
 
     rank_tasks = cfg.rank_tasks or tuple(grounded_tasks(cfg.tasks))
     _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
     ranking_path = out / "rank" / "ranking.json"
-    with clock.stage("rank_s", done_before=ranking_path.exists()):
-        if ranking_path.exists():
+    rank_specs = [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks]
+    request = rank_request(model_spec, rank_specs, cfg.seed)
+    reused = reusable_ranking(out / "rank", request) is not None
+    with clock.stage("rank_s", done_before=reused):
+        if reused:
             print(f"   reusing {ranking_path}")
         else:
-            report = run_rank(adapter, [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks],
-                              out / "rank", seed=cfg.seed,
-                              skip_bad_docs=cfg.skip_bad_docs)  # fmt: skip
+            report = run_rank(
+                adapter,
+                rank_specs,
+                out / "rank",
+                seed=cfg.seed,
+                skip_bad_docs=cfg.skip_bad_docs,
+                request=request,
+            )
             print(format_report(report))
 
     task_specs = tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
@@ -264,7 +274,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
             bench_stage(cfg, bench_path, adapter, lengths, window)
 
     _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
-    diag_done = (out / "diagnose" / "diagnostics_paper.json").exists()
+    diag_done = diagnose_done(out / "diagnose")
     with clock.stage("diagnose_s", done_before=diag_done):
         if not diag_done:
             from harness.probes.diagnose_run import run_diagnose

@@ -195,13 +195,17 @@ def _read_info(fd: int) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def check_run_dir(out: Path, identity: dict[str, Any], spec_file: str) -> None:
+def check_run_dir(
+    out: Path, identity: dict[str, Any], spec_file: str, legacy: dict[str, Any] | None = None
+) -> None:
     """Refuse a directory that holds another run, or files of something else; writes nothing.
 
     Args:
         out: The output directory (may not exist yet).
-        identity: The run's identity (:meth:`RunSpec.identity`).
+        identity: The run's identity (:func:`harness.run.cells.run_identity`).
         spec_file: Name of the file recording the identity of the run in ``out``.
+        legacy: The same run's identity as older headscope recorded it (full paths), also
+            accepted.
     """
     check_writable(out)
     spec_path = out / spec_file
@@ -215,7 +219,7 @@ def check_run_dir(out: Path, identity: dict[str, Any], spec_file: str) -> None:
             ) from None
         if isinstance(previous, dict):
             previous = {k: v for k, v in previous.items() if k not in NOT_IDENTITY}
-        if previous != identity:
+        if previous != identity and (legacy is None or previous != legacy):
             raise OutputDirError(
                 f"output directory {str(out)!r} holds a run with a different spec; "
                 "use a new --output directory (or the same spec to resume)"
@@ -232,8 +236,17 @@ NOT_IDENTITY = ("skip_bad_docs",)
 
 
 #: What the main job writes at the top of its directory.
-MAIN_JOB_ENTRIES = ("rank", "accuracy", "bench_hybrid.json", "diagnose", "leaderboards",
-                    "summary.json")  # fmt: skip
+MAIN_JOB_ENTRIES = (
+    "main_job.json",
+    "timings.json",
+    "sequence_lengths.json",
+    "rank",
+    "accuracy",
+    "bench_hybrid.json",
+    "diagnose",
+    "leaderboards",
+    "summary.json",
+)
 
 
 def check_main_job_dir(out: Path, spec_file: str) -> None:
