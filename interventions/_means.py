@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.api.errors import UsageError
 from harness.api.intervention import InterventionError
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def save_head_means(path: str | Path, means: torch.Tensor) -> Path:
     elif target.suffix == ".pt":
         torch.save({"mean": means.detach().cpu()}, target)
     else:
-        raise ValueError(f"mean reference must end in .pt or .npz, got {target.name!r}")
+        raise UsageError(f"mean reference must end in .pt or .npz, got {target.name!r}")
     return target
 
 

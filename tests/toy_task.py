@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.api.payloads import Request
-from harness.api.registry import TASKS
+from harness.api.registry import task
 from harness.api.task import MetricDef, SampleError, Task
 
 
@@ -21,6 +21,7 @@ def make_samples(n: int) -> list[EchoSample]:
     return [EchoSample(f"d{i:03d}", f"what is {i} plus one?", str(i + 1)) for i in range(n)]
 
 
+@task("test_echo")
 class EchoTask(Task):
     """Answers are numbers; accuracy is exact match."""
 
@@ -49,10 +50,6 @@ class EchoTask(Task):
             "accuracy": float(generation.text.strip() == sample.answer),
             "length": float(len(generation.text)),
         }
-
-
-if "test_echo" not in TASKS._entries:
-    TASKS.register("test_echo")(EchoTask)
 
 
 def correct_on_even(request: Request) -> str:

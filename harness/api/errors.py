@@ -43,3 +43,10 @@ class UsageError(ValueError):
 def one_line(text: str) -> str:
     """``text`` with its line breaks folded into "; " (a usage error prints on one line)."""
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+class MissingDependency(UsageError, ImportError):
+    """An optional package a feature needs is not installed (also an ``ImportError``).
+
+    The message names the package and how to install it.
+    """

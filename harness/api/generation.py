@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = ["GEN_KWARGS", "SEED_LIMIT", "check_gen_kwargs"]
 
 GEN_KWARGS: dict[str, tuple[type, ...]] = {
@@ -36,26 +38,26 @@ def check_gen_kwargs(gen: Any, seed: int | None = None) -> dict[str, Any]:
         seed: The run's seed; with ``do_sample`` it must be below :data:`SEED_LIMIT`.
 
     Raises:
-        ValueError: naming the key at fault (``RunSpec`` turns it into a SpecError).
+        UsageError: naming the key at fault (``RunSpec`` turns it into a SpecError).
     """
     if not isinstance(gen, dict):
-        raise ValueError('gen_kwargs must be a mapping like {"max_new_tokens": 32}')
+        raise UsageError('gen_kwargs must be a mapping like {"max_new_tokens": 32}')
     unknown = sorted(set(gen) - set(GEN_KWARGS))
     if unknown:
-        raise ValueError(f"gen_kwargs: unknown key(s) {unknown}; allowed: {sorted(GEN_KWARGS)}")
+        raise UsageError(f"gen_kwargs: unknown key(s) {unknown}; allowed: {sorted(GEN_KWARGS)}")
     for key, value in gen.items():
         types = GEN_KWARGS[key]
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-            raise ValueError(f"gen_kwargs {key}={value!r}: expected {types[0].__name__}")
+            raise UsageError(f"gen_kwargs {key}={value!r}: expected {types[0].__name__}")
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"gen_kwargs {key}={value!r}: expected a finite number")
+            raise UsageError(f"gen_kwargs {key}={value!r}: expected a finite number")
     for key in ("max_new_tokens", "num_beams"):
         if key in gen and gen[key] < 1:
-            raise ValueError(f"gen_kwargs {key} must be ≥ 1, got {gen[key]}")
+            raise UsageError(f"gen_kwargs {key} must be ≥ 1, got {gen[key]}")
     if gen.get("temperature", 0) < 0 or not 0 < gen.get("top_p", 1) <= 1:
-        raise ValueError("gen_kwargs: temperature must be ≥ 0 and top_p in (0, 1]")
+        raise UsageError("gen_kwargs: temperature must be ≥ 0 and top_p in (0, 1]")
     if gen.get("do_sample") and seed is not None and not 0 <= seed < SEED_LIMIT:
-        raise ValueError(
+        raise UsageError(
             f"gen_kwargs do_sample=true seeds torch's generator with the run's seed, which "
             f"must be in [0, 2**64); got {seed}"
         )

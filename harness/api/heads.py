@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.api.errors import UsageError
+
 __all__ = ["Head", "Geometry"]
 
 _HEAD_RE = re.compile(r"^L(\d+)H(\d+)$")
@@ -32,7 +34,7 @@ class Head:
         """Parse the printed form ``L12H3``."""
         match = _HEAD_RE.match(text.strip())
         if not match:
-            raise ValueError(f"not a head: {text!r} (expected e.g. 'L12H3')")
+            raise UsageError(f"not a head: {text!r} (expected e.g. 'L12H3')")
         return cls(int(match.group(1)), int(match.group(2)))
 
 
@@ -73,7 +75,7 @@ class Geometry:
     def check(self, head: Head) -> Head:
         """Return ``head`` or raise if it does not exist in this geometry."""
         if head.layer >= self.num_layers or head.head >= self.num_heads:
-            raise ValueError(
+            raise UsageError(
                 f"head {head} outside the model ({self.num_layers} layers × {self.num_heads} heads)"
             )
         return head
@@ -83,11 +85,11 @@ class Geometry:
         import math
 
         if k < 0:
-            raise ValueError(f"k must be ≥ 0, got {k}")
+            raise UsageError(f"k must be ≥ 0, got {k}")
         if 0 < k < 1:
             return min(self.num_total_heads, math.ceil(k * self.num_total_heads))
         if k != int(k):
-            raise ValueError(f"k must be a whole count or a fraction in (0, 1), got {k}")
+            raise UsageError(f"k must be a whole count or a fraction in (0, 1), got {k}")
         if k > self.num_total_heads:
-            raise ValueError(f"k={int(k)} exceeds the model's {self.num_total_heads} heads")
+            raise UsageError(f"k={int(k)} exceeds the model's {self.num_total_heads} heads")
         return int(k)

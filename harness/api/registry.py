@@ -44,7 +44,6 @@ __all__ = [
     "model_family",
     "intervention",
     "include_path",
-    "ENTRY_POINT_GROUPS",
 ]
 
 
@@ -57,6 +56,11 @@ class UnknownNameError(RegistryError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0]) if self.args else ""
+
+
+def _origin(obj: object) -> str:
+    """``module.qualname`` of a registered object (named in duplicate-name errors)."""
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
 
 
 class Registry(Generic[T]):
@@ -86,7 +90,7 @@ class Registry(Generic[T]):
             raise RegistryError(f"invalid {self.kind} name {name!r}")
 
         def decorate(obj: T) -> T:
-            origin = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
+            origin = _origin(obj)
             if name in self._entries and self._origins[name] != origin:
                 raise RegistryError(
                     f"duplicate {self.kind} name {name!r}: already registered by "
@@ -103,22 +107,39 @@ class Registry(Generic[T]):
         return decorate
 
     @contextlib.contextmanager
-    def temporary(self, name: str, obj: T) -> Iterator[T]:
+    def temporary(self, name: str, obj: T, *, replace: bool = False) -> Iterator[T]:
         """Register ``obj`` as ``name`` for the duration of a ``with`` block (tests, notebooks).
 
-        The name must be free; on exit it is removed again, whatever happened inside.
+        On exit, whatever happened inside, the registry and ``obj`` are as before.
+
+        Args:
+            name: The name to register.
+            obj: The class or factory; it gets ``registry_name`` as from the decorator.
+            replace: Put ``obj`` in place of the entry that holds ``name`` (a stand-in for
+                a model family, say), which comes back on exit. A stand-in keeps its own
+                ``registry_name``. Without ``replace`` a taken name is refused.
+
+        Raises:
+            RegistryError: ``name`` is taken and ``replace`` is False.
         """
         self.discover()
-        if name in self._entries:
+        old = (self._entries[name], self._origins[name]) if name in self._entries else None
+        if old is not None and not replace:
             raise RegistryError(
                 f"duplicate {self.kind} name {name!r}: already registered by {self._origins[name]}"
             )
-        self.register(name)(obj)
+        if replace:
+            self._entries[name] = obj
+            self._origins[name] = _origin(obj)
+        else:
+            self.register(name)(obj)
         try:
             yield obj
         finally:
             self._entries.pop(name, None)
             self._origins.pop(name, None)
+            if old is not None:
+                self._entries[name], self._origins[name] = old
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> None:
@@ -195,9 +216,6 @@ def iter_package_modules(package: str) -> Iterator[str]:
             continue
         yield info.name
 
-
-ENTRY_POINT_GROUPS = ("headscope.tasks", "headscope.models", "headscope.interventions")
-"""Entry-point groups of plugin packages (tasks, model families, interventions)."""
 
 TASKS: Registry = Registry("task", ("tasks",), "headscope.tasks")
 MODEL_FAMILIES: Registry = Registry("model family", ("harness.models",), "headscope.models")

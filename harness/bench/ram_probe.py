@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
 from harness.bench.kit import bench_parser, refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
 from harness.schema.bench import bench_document
@@ -97,7 +98,7 @@ def run_bench(
             or n // 4 + evidence_tokens > n - query_tokens
             or min(query_tokens, evidence_tokens) < 1
         ):
-            raise ValueError(
+            raise UsageError(
                 f"length {n}: need ≥ 64 tokens and the evidence block [{n // 4}, "
                 f"{n // 4 + evidence_tokens}) before the {query_tokens} query rows"
             )

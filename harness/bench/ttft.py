@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
 from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
@@ -81,7 +82,7 @@ def _onevision_hf(raw: dict[str, Any]) -> dict[str, Any]:
 def load_config_dict(name: str, shrink: bool = False) -> tuple[str, dict[str, Any]]:
     """(family, config dict) of a shipped config; ``shrink`` makes every tower tiny."""
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r} (known: {sorted(MODELS)})")
+        raise UsageError(f"unknown model {name!r} (known: {sorted(MODELS)})")
     family, fname = MODELS[name]
     raw = json.loads((ASSETS / fname).read_text(encoding="utf-8"))
     cfg = _onevision_hf(raw) if family == "llava_onevision" else raw

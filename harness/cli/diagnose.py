@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from harness.api.registry import INTERVENTIONS
-    from harness.api.task import TaskLoadError, build_task
+    from harness.api.task import build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.diagnose_run import run_diagnose, table
     from harness.probes.record import ProbeError
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 plots=not args.no_plots,
             )
-    except (ProbeError, TaskLoadError) as exc:
+    except ProbeError as exc:  # a TaskLoadError is a usage error: exit 2
         print(f"headscope diagnose: {exc}", file=sys.stderr)
         return 1
     print(table(report.docs))

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from harness.api.task import TaskLoadError, build_task
+    from harness.api.task import build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 plots=not args.no_plots,
                 skip_bad_docs=args.skip_bad_docs,
             )
-    except (ProbeError, TaskLoadError) as exc:
+    except ProbeError as exc:  # a TaskLoadError is a usage error: exit 2
         print(f"headscope rank: {exc}", file=sys.stderr)
         return 1
     print(format_report(report))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import MissingDependency
 from harness.api.task import SampleError
 
 __all__ = ["render_pages", "page_count", "INSTALL_HINT"]
@@ -27,7 +28,7 @@ def _pymupdf() -> Any:
         try:  # PyMuPDF < 1.24.3 only ships the legacy module name
             import fitz as pymupdf
         except ImportError:
-            raise ImportError(INSTALL_HINT) from None
+            raise MissingDependency(INSTALL_HINT) from None
     return pymupdf
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import MissingDependency
 from harness.api.payloads import Video
 from harness.api.task import SampleError
 
@@ -53,7 +54,7 @@ def _av() -> Any:
     try:
         import av
     except ImportError as exc:
-        raise ImportError(
+        raise MissingDependency(
             "video tasks need PyAV to decode frames: pip install 'headscope[video]'"
         ) from exc
     return av

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from harness.api.errors import MissingDependency, UsageError
 from harness.api.specs import SpecError
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def torch_dtype(name: str) -> Any:
     if name == "auto":
         return "auto"
     if name not in ("float32", "bfloat16", "float16"):
-        raise ValueError(f"unknown dtype {name!r} (float32, bfloat16, float16, auto)")
+        raise UsageError(f"unknown dtype {name!r} (float32, bfloat16, float16, auto)")
     return getattr(torch, name)
 
 
@@ -224,9 +225,11 @@ def load_pretrained(
         )
     except (ImportError, ValueError) as exc:
         if "torchvision" not in str(exc):
+            if isinstance(exc, ValueError):  # not a checkpoint transformers can read
+                raise CheckpointError(f"model {spec.name!r}: cannot load {path!r}: {exc}") from exc
             raise
         # HF's video processors (Qwen, LLaVA-OneVision, InternVL) are torchvision-only
-        raise ImportError(
+        raise MissingDependency(
             f"the processor of {path!r} needs torchvision: install the torchvision build "
             f"that matches your torch ({exc})"
         ) from exc

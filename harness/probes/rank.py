@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.api.errors import UsageError
 from harness.api.payloads import EvidenceError
 from harness.api.task import BadDataError, BadDoc, SampleError, TaskLoadError, build_task
 from harness.probes.record import ProbeError, prepare_single, record_masses
@@ -149,7 +150,7 @@ def probe_task(
     if docs and no_evidence == len(docs):
         from harness.api.task import grounded_tasks
 
-        raise ValueError(
+        raise UsageError(
             f"task {tspec.name!r} is not grounded (Task.evidence returned None); rank needs "
             f"grounded tasks: {', '.join(grounded_tasks())}"
         )

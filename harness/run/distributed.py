@@ -44,7 +44,7 @@ def shard_from_env() -> tuple[int, int]:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"inconsistent RANK={rank} / WORLD_SIZE={world}")
+        raise UsageError(f"inconsistent RANK={rank} / WORLD_SIZE={world}")
     return rank, world
 
 

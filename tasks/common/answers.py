@@ -56,9 +56,6 @@ def yes_no(text: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-_EDGE_PUNCT = string.punctuation.replace("(", "").replace(")", "")  # keep "(B)" intact
-
-
 @dataclass(frozen=True, slots=True)
 class Choice:
     """A parsed multiple-choice answer; ``method`` says how it was found."""

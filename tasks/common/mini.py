@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from harness.api.errors import UsageError
 from harness.api.task import TaskLoadError
 
 __all__ = ["MINI_SPLITS", "MiniMixin", "SeededMini", "video_choice_sample"]
@@ -36,7 +37,7 @@ class MiniMixin:
         from harness.toy.scenes import HELD_OUT_SIZE
 
         if not 1 <= n <= HELD_OUT_SIZE:
-            raise ValueError(
+            raise UsageError(
                 f"{self.kind}_mini: n must be in [1, {HELD_OUT_SIZE}] (the held-out split's "
                 f"size), got {n}"
             )

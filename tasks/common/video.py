@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Generation, Request, Video
 from harness.api.scoring import FALLBACK_RULE, ScoringMode, check_scoring, seeded_letter
 from harness.api.task import MetricValue, ScoringContext, Task, mean_stderr
@@ -68,10 +69,10 @@ class VideoChoiceTask(RowSource, Task):
         scoring: ScoringMode = "official",
     ) -> None:
         if num_frames < 1:
-            raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
+            raise UsageError(f"num_frames must be ≥ 1, got {num_frames}")
         self.scoring = check_scoring(self.registry_name, scoring)
         if random_fallback and self.scoring != "lenient":
-            raise ValueError(
+            raise UsageError(
                 f"{self.registry_name}: random_fallback only applies to scoring='lenient' "
                 f"(the {self.scoring} rule counts replies without a letter as it defines)"
             )

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Box, Generation, PageEvidence, Request
 from harness.api.registry import task
 from harness.api.scoring import check_scoring
@@ -132,9 +133,9 @@ class MMDocIR(Task):
     ) -> None:
         self.scoring = check_scoring("mmdocir", scoring, ("official", "lenient"))
         if level not in ("page", "layout"):
-            raise ValueError(f"mmdocir level must be 'page' or 'layout', got {level!r}")
+            raise UsageError(f"mmdocir level must be 'page' or 'layout', got {level!r}")
         if max_pages is not None and max_pages < 1:
-            raise ValueError("mmdocir max_pages must be ≥ 1")
+            raise UsageError("mmdocir max_pages must be ≥ 1")
         self.level, self.max_pages = level, max_pages
         if self.scoring == "official":
             layout_metrics, self.metrics = OFFICIAL_LAYOUT_METRICS, OFFICIAL_PAGE_METRICS

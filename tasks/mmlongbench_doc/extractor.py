@@ -34,6 +34,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.api.errors import UsageError
 from tasks.mmlongbench_doc.official import parse_extraction
 
 if TYPE_CHECKING:
@@ -99,10 +100,10 @@ class EndpointExtractor:
         timeout: float = 60.0,
     ) -> None:
         if not url or not model:
-            raise ValueError("extractor 'openai' needs extractor_url and extractor_model")
+            raise UsageError("extractor 'openai' needs extractor_url and extractor_model")
         path = Path(prompt_file or "")
         if not prompt_file or not path.is_file():
-            raise ValueError(
+            raise UsageError(
                 f"extractor 'openai' needs extractor_prompt = the release's "
                 f"eval/prompt_for_answer_extraction.md (not found: {prompt_file!r})"
             )
@@ -180,7 +181,7 @@ def make_extractor(
     """
     if kind == "rules":
         if url or model or prompt:
-            raise ValueError(
+            raise UsageError(
                 "extractor_url/model/prompt only apply to extractor='openai' or 'hf:PATH'"
             )
         return RuleExtractor()
@@ -188,7 +189,7 @@ def make_extractor(
         return EndpointExtractor(url or "", model or "", prompt or "")
     if kind.startswith("hf:"):
         if url or model:
-            raise ValueError("extractor_url/extractor_model only apply to extractor='openai'")
+            raise UsageError("extractor_url/extractor_model only apply to extractor='openai'")
         from tasks.mmlongbench_doc.hf_extractor import HFExtractor
 
         return HFExtractor(kind[3:], prompt or "", **hf_options)
@@ -196,4 +197,4 @@ def make_extractor(
     if kind.lower().startswith("hf"):
         close = ["hf:PATH"]
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"extractor must be 'rules', 'openai' or 'hf:PATH', not {kind!r}{hint}")
+    raise UsageError(f"extractor must be 'rules', 'openai' or 'hf:PATH', not {kind!r}{hint}")

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.api.errors import UsageError
 from tasks.mmlongbench_doc.official import parse_extraction
 
 __all__ = ["HFExtractor", "MAX_NEW_TOKENS"]
@@ -64,25 +65,25 @@ class HFExtractor:
         cache_file: str | None = None,
     ) -> None:
         if not model:
-            raise ValueError("extractor 'hf:PATH' needs the model's PATH after 'hf:'")
+            raise UsageError("extractor 'hf:PATH' needs the model's PATH after 'hf:'")
         if not Path(model).is_dir():
-            raise ValueError(
+            raise UsageError(
                 f"extractor 'hf:{model}': not a directory; download the chat model first "
                 "(e.g. `huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir DIR`) "
                 "and give its local folder"
             )
         path = Path(prompt_file or "")
         if not prompt_file or not path.is_file():
-            raise ValueError(
+            raise UsageError(
                 f"extractor 'hf:{model}' needs extractor_prompt = the release's "
                 f"eval/prompt_for_answer_extraction.md (not found: {prompt_file!r})"
             )
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
-            raise ValueError(
+            raise UsageError(
                 f"extractor_dtype must be auto/float32/bfloat16/float16, not {dtype!r}"
             )
         if batch_size < 1:
-            raise ValueError(f"extractor_batch_size must be ≥ 1, got {batch_size}")
+            raise UsageError(f"extractor_batch_size must be ≥ 1, got {batch_size}")
         raw = path.read_bytes()
         self.prompt, self.prompt_sha256 = raw.decode("utf-8"), _sha256(raw)
         self.model_path, self.device, self.dtype = model, device, dtype
@@ -166,12 +167,12 @@ class HFExtractor:
                 self.model_path, dtype=dtype, local_files_only=True
             )
         except OSError as exc:
-            raise ValueError(
+            raise UsageError(
                 f"extractor 'hf:{self.model_path}': no loadable chat model there "
                 f"(give a local directory with config, weights and tokenizer): {exc}"
             ) from None
         if tokenizer.chat_template is None:
-            raise ValueError(
+            raise UsageError(
                 f"extractor 'hf:{self.model_path}': the tokenizer has no chat template"
             )
         tokenizer.padding_side = "left"

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Generation, PageEvidence, Request
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode, check_scoring
@@ -151,7 +152,7 @@ class MMLongBenchDoc(RowSource, Task):
     ) -> None:
         self.scoring = check_scoring("mmlongbench_doc", scoring)
         if self.scoring != "official" and extractor != "rules":
-            raise ValueError("mmlongbench_doc: an answer extractor only applies to 'official'")
+            raise UsageError("mmlongbench_doc: an answer extractor only applies to 'official'")
         hf_options = {
             "device": extractor_device,
             "dtype": extractor_dtype,
@@ -159,7 +160,7 @@ class MMLongBenchDoc(RowSource, Task):
             "cache_file": extractor_cache,
         }
         if not extractor.startswith("hf:") and hf_options != _HF_DEFAULTS:
-            raise ValueError(
+            raise UsageError(
                 "mmlongbench_doc: extractor_device/dtype/batch_size/cache need extractor='hf:PATH'"
             )
         self.extractor = make_extractor(
@@ -170,9 +171,9 @@ class MMLongBenchDoc(RowSource, Task):
             **(hf_options if extractor.startswith("hf:") else {}),
         )
         if pages not in ("all", "gold"):
-            raise ValueError(f"mmlongbench_doc pages must be 'all' or 'gold', got {pages!r}")
+            raise UsageError(f"mmlongbench_doc pages must be 'all' or 'gold', got {pages!r}")
         if dpi <= 0 or (max_pages is not None and max_pages < 1):
-            raise ValueError("mmlongbench_doc: dpi and max_pages must be positive")
+            raise UsageError("mmlongbench_doc: dpi and max_pages must be positive")
         self.pages, self.dpi, self.max_pages = pages, dpi, max_pages
         self.doc_dir = doc_dir
         self._init_source(dataset_id, data_files, data_dir, revision)

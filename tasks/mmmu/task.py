@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Generation, Request
 from harness.api.registry import task
 from harness.api.scoring import FALLBACK_RULE, ScoringMode, check_scoring, seeded_letter
@@ -142,7 +143,7 @@ class MMMU(RowSource, Task):
         self.scoring = check_scoring("mmmu", scoring)
         unknown = sorted(set(subjects or ()) - set(SUBJECTS))
         if unknown:
-            raise ValueError(f"mmmu: unknown subject(s) {unknown}; known: {list(SUBJECTS)}")
+            raise UsageError(f"mmmu: unknown subject(s) {unknown}; known: {list(SUBJECTS)}")
         self._init_source(dataset_id, data_files, data_dir, revision)
         self.subjects = tuple(subjects or ())
         self.image_root = image_root

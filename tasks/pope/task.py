@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Generation, Request
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode, check_scoring
@@ -127,7 +128,7 @@ class Pope(RowSource, Task):
     ) -> None:
         self.scoring = check_scoring("pope", scoring)
         if subset not in SUBSETS:
-            raise ValueError(f"pope subset {subset!r} not one of {SUBSETS}")
+            raise UsageError(f"pope subset {subset!r} not one of {SUBSETS}")
         self.subset = subset
         self._init_source(dataset_id, data_files, data_dir, revision)
         self.image_root = image_root

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.api.errors import UsageError
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode
 from harness.api.task import MetricDef, MetricValue, SampleError, mean_stderr
@@ -157,7 +158,7 @@ class VideoMME(VideoChoiceTask):
         scoring: ScoringMode = "official",
     ) -> None:
         if duration not in (*DURATIONS, "all"):
-            raise ValueError(f"videomme duration {duration!r} not one of {(*DURATIONS, 'all')}")
+            raise UsageError(f"videomme duration {duration!r} not one of {(*DURATIONS, 'all')}")
         super().__init__(
             num_frames=num_frames,
             video_root=video_root,

@@ -55,6 +55,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.api.errors import UsageError
 from harness.api.payloads import EvidenceError, Generation, Request, TubeEvidence, Video
 from harness.api.registry import task
 from harness.api.scoring import check_scoring
@@ -128,9 +129,9 @@ class VidSTG(Task):
     ) -> None:
         self.scoring = check_scoring("vidstg", scoring, ("official", "lenient"))
         if num_frames < 1:
-            raise ValueError(f"num_frames must be ≥ 1, got {num_frames}")
+            raise UsageError(f"num_frames must be ≥ 1, got {num_frames}")
         if sentence_type not in (*SENTENCE_TYPES, "all"):
-            raise ValueError(
+            raise UsageError(
                 f"sentence_type must be declarative, interrogative or all, not {sentence_type!r}"
             )
         self.num_frames = num_frames

@@ -15,9 +15,9 @@ def mock_model(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(correct_on_even))
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield
 
 
 def test_list_tasks_and_interventions(capsys):

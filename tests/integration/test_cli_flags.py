@@ -20,11 +20,10 @@ def mock_model(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
     adapter = ScriptedAdapter(correct_on_even)
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)
-    return adapter
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield adapter
 
 
 def test_key_value_args_are_typed_like_lmms_eval_and_more():

@@ -20,12 +20,11 @@ def run_dir(tmp_path, monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(lambda r: "Yes."))
     out = tmp_path / "run"
     argv = ["run", "--tasks", "pope_mini", "--limit", "6", "--interventions", "none"]
-    assert cli.main([*argv, "--output", str(out)]) == 0
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        assert cli.main([*argv, "--output", str(out)]) == 0
     return out
 
 

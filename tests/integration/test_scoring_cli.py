@@ -16,9 +16,9 @@ def says_yes_dot(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(lambda r: "Yes."))
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield
 
 
 @pytest.mark.parametrize(
@@ -149,9 +149,9 @@ def internvl_boxes(monkeypatch):
         return f"[[{x1}, {y1}, {x2}, {y2}]]" if i % 2 == 0 else f"({x1},{y1}),({x2},{y2})"
 
     adapter = _InternVLScripted(respond, box_convention="normalized_1000_auto")
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", _InternVLScripted)
     monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)
+    with MODEL_FAMILIES.temporary("toy", _InternVLScripted, replace=True):
+        yield
 
 
 def test_refcocog_official_is_selectable_follows_the_family_and_rescores(tmp_path, internvl_boxes):

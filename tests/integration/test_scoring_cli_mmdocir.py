@@ -17,10 +17,10 @@ def names_pages(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     answer = ScriptedAdapter(lambda r: "Page 2, then page 1.")
     monkeypatch.setattr(base, "load_adapter", lambda spec: answer)
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield
 
 
 @pytest.mark.parametrize("mode", ["official", "lenient"])

@@ -17,9 +17,9 @@ def says_yes_dot(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(lambda r: "Yes."))
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield
 
 
 GRID = ["run", "--limit", "6", "--interventions", "none"]
@@ -65,10 +65,9 @@ def test_tasks_with_one_fixed_rule_are_left_alone(monkeypatch):
         def __init__(self, *, n: int = 1) -> None:
             self.n = n
 
-    TASKS.discover()
-    monkeypatch.setitem(TASKS._entries, "fixed_rule", FixedRule)
     pairs = [("fixed_rule", {"n": 2}), ("pope_mini", {})]
-    assert apply_scoring("lenient", pairs) == [{"n": 2}, {"scoring": "lenient"}]
+    with TASKS.temporary("fixed_rule", FixedRule):
+        assert apply_scoring("lenient", pairs) == [{"n": 2}, {"scoring": "lenient"}]
 
 
 @pytest.mark.parametrize(

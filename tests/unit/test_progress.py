@@ -10,7 +10,7 @@ import pytest
 
 from harness.api.intervention import Intervention
 from harness.api.progress import LOGGER, Progress, track
-from harness.api.registry import INTERVENTIONS
+from harness.api.registry import intervention
 from harness.api.specs import InterventionSpec, RunSpec, TaskSpec
 from harness.run.evaluator import run_grid
 from harness.testing.mock import ScriptedAdapter
@@ -22,6 +22,7 @@ LINE = re.compile(
 )
 
 
+@intervention("test_progress_noop")
 @dataclasses.dataclass(frozen=True)
 class _Noop(Intervention):
     """Changes nothing (a second grid column for the mock adapter)."""
@@ -29,10 +30,6 @@ class _Noop(Intervention):
     @contextlib.contextmanager
     def attach(self, adapter):
         yield {}
-
-
-if "test_progress_noop" not in INTERVENTIONS._entries:
-    INTERVENTIONS.register("test_progress_noop")(_Noop)
 
 
 class Tty(io.StringIO):
@@ -124,9 +121,9 @@ def mock_model(monkeypatch):
     import harness.api.model as base
     from harness.api.registry import MODEL_FAMILIES
 
-    MODEL_FAMILIES.discover()
-    monkeypatch.setitem(MODEL_FAMILIES._entries, "toy", ScriptedAdapter)
     monkeypatch.setattr(base, "load_adapter", lambda spec: ScriptedAdapter(correct_on_even))
+    with MODEL_FAMILIES.temporary("toy", ScriptedAdapter, replace=True):
+        yield
 
 
 @pytest.mark.parametrize("verbosity, lines", [(None, 1), ("info", 1), ("WARNING", 0), ("error", 0)])

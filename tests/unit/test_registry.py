@@ -106,3 +106,17 @@ def test_temporary_registration_is_removed_on_exit_and_refuses_taken_names():
         with TASKS.temporary("temporary_probe", obj):
             raise RuntimeError("inside")
     assert "temporary_probe" not in TASKS
+
+
+def test_temporary_replace_puts_a_stand_in_and_restores_the_entry():
+    from harness.api.registry import MODEL_FAMILIES
+
+    real = MODEL_FAMILIES.get("toy")
+    stand_in = type("StandIn", (), {"registry_name": "stand_in"})
+    with pytest.raises(RuntimeError):
+        with MODEL_FAMILIES.temporary("toy", stand_in, replace=True):
+            assert MODEL_FAMILIES.get("toy") is stand_in
+            assert MODEL_FAMILIES.origin("toy").endswith(".StandIn")
+            raise RuntimeError("inside")
+    assert MODEL_FAMILIES.get("toy") is real and stand_in.registry_name == "stand_in"
+    assert MODEL_FAMILIES.origin("toy").endswith(f".{real.__qualname__}")
