@@ -229,3 +229,17 @@ def test_served_over_http(driver, site):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_grid_run_directory(driver, tmp_path):
+    # a grid run directory: results and sample logs only, no ranking
+    job = write_fixture_job(tmp_path / "job", n_samples=5, grounded=())
+    out = tmp_path / "site"
+    build_site(collect([job / "accuracy"], n_boot=20), out, figures=False)
+    for page in ("index.html", f"samples.html#task={TASK}"):
+        _open(driver, (out, None), page)
+    assert len(_shown(driver)) == 5
+    driver.get("about:blank")
+    driver.get((out / "heads.html").as_uri())
+    assert "No ranking among the inputs" in driver.find_element("tag name", "main").text
+    assert console_errors(driver) == []
