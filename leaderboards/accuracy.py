@@ -34,7 +34,13 @@ from leaderboards.cells import (
 )
 from leaderboards.formatting import Column, Table, decimal_diff
 from leaderboards.labels import MODEL_COLUMNS, model_cells, model_names
-from leaderboards.settings import config_key, settings_note, settings_row, split_settings
+from leaderboards.settings import (
+    config_key,
+    scoring_of,
+    settings_note,
+    settings_row,
+    split_settings,
+)
 from leaderboards.sources import Run
 
 __all__ = [
@@ -74,13 +80,14 @@ class _Context:
             **model_cells(cell.run.model, self.models),
             **settings_row(cell.run.config, self.differing),
             "task": cell.entry.task,
+            "scoring": scoring_of(cell.entry),
             "task_settings": self.task_diffs[cell.key],
         }
 
     def head_columns(self, with_task: bool = True) -> list[Column]:
         cols = [*MODEL_COLUMNS, *(Column(f"set:{k}", k) for k in self.differing)]
         if with_task:
-            cols.append(Column("task"))
+            cols += [Column("task"), Column("scoring")]
             if any(self.task_diffs.values()):
                 cols.append(Column("task_settings", "task settings"))
         return cols
@@ -201,7 +208,8 @@ def accuracy_summary_table(runs: Sequence[Run]) -> Table:
         diff = ctx.task_diffs[cell.key]
         title = cell.entry.task + (f" [{diff}]" if diff else "")
         col_key = f"task:{title}"
-        columns.setdefault(col_key, Column(col_key, f"{title} ({name})", "float"))
+        label = f"{title} ({name}, scoring {scoring_of(cell.entry)})"
+        columns.setdefault(col_key, Column(col_key, label, "float"))
         row_key = (cell.run.model, config_key(cell.run.config), line.identity, line.draws)
         if row_key not in rows:
             order[row_key] = (*row_key[:2], not is_baseline(cell.entry), line.label)

@@ -111,10 +111,14 @@ def is_baseline(entry: Any) -> bool:
 
 
 def _task_config(entry: Any) -> dict[str, Any]:
+    settings = entry.task_settings or {}
+    args = dict(entry.task_args or {})
+    if "scoring" in settings:  # the mode as applied is the setting; as passed, it repeats it
+        args.pop("scoring", None)
     return combine(
         flatten({"split": entry.split}, "task") if entry.split is not None else {},
-        flatten(entry.task_args or {}, "task"),
-        flatten(entry.task_settings or {}, "task"),
+        flatten(args, "task"),
+        flatten(settings, "task"),
     )
 
 

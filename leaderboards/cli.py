@@ -6,6 +6,14 @@ table as ``DIR/<table>.<ext>`` per format (plus ``DIR/leaderboard.md`` joining t
 tables when Markdown is written) and the figures as ``DIR/figures/*.png`` and ``*.pdf``
 when matplotlib is installed. Detail tables (``accuracy_draws``: every random draw) are
 written to their own files only, never printed nor joined into ``leaderboard.md``.
+
+``--output`` must be a directory of its own: one holding another command's files (a run's
+``results.json``, a ranking's ``spearman.json``, sample logs, ...) is refused before anything
+is read, so that no table overwrites or mixes with them (``D/leaderboards`` is the usual
+place). Each table is written atomically (temp file + rename); a full or read-only disk
+stops the command with one line naming the file, and a rerun rewrites every table.
+``--scoring MODE`` reads each run's ``results.scoring-MODE.json`` (``headscope rescore``)
+where there is one, see :mod:`leaderboards.sources`.
 """
 
 from __future__ import annotations
@@ -17,10 +25,18 @@ from pathlib import Path
 
 from harness.api.errors import UsageError
 from harness.api.helpformat import add_logging_arguments, add_output_argument
-from leaderboards.formatting import FORMATS, Table, render, to_markdown
-from leaderboards.sources import Sources, load_sources
+from leaderboards.formatting import FORMATS, LEADERBOARD_SCHEMA, Table, render, to_markdown
+from leaderboards.settings import MergeError
+from leaderboards.sources import OWN_FILES, Sources, classify, load_sources
 
-__all__ = ["add_arguments", "run", "build_tables", "write_tables", "parse_formats"]
+__all__ = [
+    "add_arguments",
+    "run",
+    "build_tables",
+    "write_tables",
+    "parse_formats",
+    "check_output",
+]
 
 DEFAULT_FORMATS = "md,csv,json,latex"
 
@@ -57,7 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: {DEFAULT_FORMATS})",
     )
     add_output_argument(
-        parser, None, "directory for tables and figures (default: print the tables only)"
+        parser,
+        None,
+        "directory of its own for tables and figures, not a run's (e.g. D/leaderboards; "
+        "default: print the tables only)",
+    )
+    parser.add_argument(
+        "--scoring",
+        default=None,
+        metavar="MODE",
+        help="read each run's results.scoring-MODE.json (headscope rescore) where there is "
+        "one, and refuse results scored under another mode (default: each run's own "
+        "results.json; rescored copies beside it are left out, with a warning)",
     )
     parser.add_argument(
         "--all-metrics", action="store_true", help="every metric of a task, not only its first"
@@ -113,22 +140,85 @@ def build_tables(
 def write_tables(
     tables: Sequence[Table], out_dir: str | Path, formats: Sequence[str]
 ) -> list[Path]:
-    """Write each table in each format; returns the files written."""
+    """Write each table in each format, each file atomically; returns the files written.
+
+    Raises:
+        harness.run.outdir.OutputDirError: a file cannot be written (disk full, read-only),
+            naming it; the files written before it are whole, the rest are not touched.
+    """
+    from harness.run.outdir import writing
+    from harness.schema.results import replace_atomically
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out, "leaderboard directory"):
+        out.mkdir(parents=True, exist_ok=True)
     written = []
+
+    def put(path: Path, text: str) -> None:
+        with writing(path, "leaderboard table"):
+            replace_atomically(path, lambda fh: fh.write(text))
+        written.append(path)
+
     for fmt in formats:
         for table in tables:
-            path = out / f"{table.name}.{FORMATS[fmt]}"
-            path.write_text(render(table, fmt), encoding="utf-8")
-            written.append(path)
+            put(out / f"{table.name}.{FORMATS[fmt]}", render(table, fmt))
         if fmt == "md":
             heads = [to_markdown(t, heading_level=2) for t in tables if not t.detail]
-            parts = ["# Leaderboard", "", *heads]
-            path = out / "leaderboard.md"
-            path.write_text("\n".join(parts), encoding="utf-8")
-            written.append(path)
+            put(out / "leaderboard.md", "\n".join(["# Leaderboard", "", *heads]))
     return written
+
+
+#: A run's subdirectories of sample logs and plots (grid run, rank, diagnose).
+_SUBDIRS = ("samples", "heatmaps", "plots")
+#: Names of what a run of another command holds besides its JSON files.
+_RUN_NAMES = (".headscope.lock", *_SUBDIRS)
+
+
+def check_output(out: str | Path) -> None:
+    """Refuse, writing nothing, an ``--output`` that holds another command's files.
+
+    A run's directory or one of its own subdirectories (``D/rank`` holds ``ranking.json``
+    and ``spearman.json``, ``D/samples`` the sample logs) would get tables overwriting or
+    mixing with its files; a leaderboard's own earlier output is fine (it is rewritten).
+
+    Raises:
+        leaderboards.settings.MergeError: naming the directory and the file found.
+    """
+    from harness.run.outdir import check_writable
+
+    out = Path(out)
+    check_writable(out, "leaderboard --output")
+    if not out.is_dir():
+        return
+    found = None
+    if out.name in _SUBDIRS and any((out.parent / n).exists() for n in OWN_FILES):
+        found = f"the sample logs or plots of the run in {str(out.parent)!r}"
+    for entry in [] if found else sorted(out.iterdir()):
+        if entry.suffix == ".json" and entry.is_file():
+            found = entry.name if _not_ours(entry) else None
+        elif entry.name in _RUN_NAMES or entry.suffix == ".jsonl":
+            found = entry.name
+        if found:
+            break
+    if found:
+        raise MergeError(
+            f"--output {str(out)!r} is another command's directory (it holds {found}); "
+            "tables would overwrite or mix with its files: choose a directory of its own, "
+            "e.g. a new leaderboards/ folder"
+        )
+
+
+def _not_ours(path: Path) -> bool:
+    """A JSON file a leaderboard did not write: another command's output, or unreadable."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # unreadable: not ours to overwrite
+    if isinstance(doc, dict) and doc.get("schema") == LEADERBOARD_SCHEMA:
+        return False  # a table of an earlier leaderboard (spearman.json is one too)
+    return path.name in OWN_FILES or classify(doc) is not None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,11 +226,13 @@ def run(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format or [DEFAULT_FORMATS])
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")
-    if args.output is not None:
-        from harness.run.outdir import check_writable
+    if args.scoring is not None:
+        from harness.api.scoring import check_scoring
 
-        check_writable(args.output, "--output")
-    sources = load_sources(args.inputs)
+        check_scoring("leaderboard --scoring", args.scoring)
+    if args.output is not None:
+        check_output(args.output)  # before anything is read or written
+    sources = load_sources(args.inputs, scoring=args.scoring)
     for warning in sources.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
     tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot)
@@ -150,10 +242,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     written = write_tables(tables, args.output, formats)
     if not args.no_figures:
+        from harness.run.outdir import writing
         from leaderboards.figures import PlotUnavailableError, write_figures
 
+        figures = Path(args.output) / "figures"
         try:
-            written += write_figures(sources, Path(args.output) / "figures")
+            with writing(figures, "leaderboard figures in"):
+                written += write_figures(sources, figures)
         except PlotUnavailableError as exc:
             print(f"headscope: note: {exc}; tables were written", file=sys.stderr)
     print(f"wrote {len(written)} files to {args.output}", file=sys.stderr)

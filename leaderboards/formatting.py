@@ -20,14 +20,16 @@ values (``null`` when missing), since it is the machine-readable form. Machine-o
 columns (full paths, raw identities) appear in CSV and JSON only.
 
 tabulate writes the terminal, Markdown and LaTeX tables; this module adds only what it
-cannot do: the rounding rule, ``|`` inside Markdown cells, the LaTeX float (caption, label,
-notes), and non-ASCII text as LaTeX macros (pylatexenc), so the tables compile with pdflatex.
+cannot do: the rounding rule, ``|`` and HTML (``<``, ``>``, ``&``: shown as text, never
+rendered) inside Markdown cells, the LaTeX float (caption, label, notes), and non-ASCII text
+as LaTeX macros (pylatexenc), so the tables compile with pdflatex.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import html
 import io
 import json
 import math
@@ -183,8 +185,10 @@ def to_terminal(table: Table) -> str:
 
 
 def _md_escape(text: str) -> str:
-    # tabulate's pipe format leaves a "|" in a cell as it is, which would split the cell.
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Names and paths come from the input files: HTML in them (<script>, <img ...>) is shown
+    # as text, never rendered. tabulate's pipe format leaves a "|" in a cell as it is, which
+    # would split the cell.
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(table: Table, heading_level: int = 2) -> str:
@@ -198,7 +202,7 @@ def to_markdown(table: Table, heading_level: int = 2) -> str:
         disable_numparse=True,
         colalign=_align(table),
     )
-    out = [f"{'#' * heading_level} {table.title}", "", body]
+    out = [f"{'#' * heading_level} {_md_escape(table.title)}", "", body]
     if not table.rows:
         out += ["", "_(no rows)_"]
     if table.notes:

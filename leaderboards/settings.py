@@ -30,6 +30,7 @@ __all__ = [
     "settings_row",
     "check_unique",
     "check_scoring",
+    "scoring_of",
     "UNRECORDED_SCORING",
 ]
 
@@ -166,6 +167,11 @@ def check_unique(
     return list(seen.values())
 
 
+def scoring_of(entry: Any) -> str:
+    """The scoring mode of a result entry (:data:`UNRECORDED_SCORING` when it has none)."""
+    return str((entry.task_settings or {}).get("scoring", UNRECORDED_SCORING))
+
+
 def check_scoring(runs: Iterable[Any]) -> None:
     """Refuse inputs that hold one task's numbers under different scoring modes.
 
@@ -180,7 +186,7 @@ def check_scoring(runs: Iterable[Any]) -> None:
     found: dict[str, dict[str, str]] = {}
     for run in runs:
         for entry in run.results.entries:
-            mode = str((entry.task_settings or {}).get("scoring", UNRECORDED_SCORING))
+            mode = scoring_of(entry)
             found.setdefault(entry.task, {}).setdefault(mode, str(run.path))
     for task, modes in sorted(found.items()):
         if len(modes) > 1:

@@ -18,33 +18,48 @@ Every ``*.json`` found is recognised by its schema tag, never by guessing from i
   ``lmms-eval``): the one foreign format, recognised by its keys;
 - anything else (``run_spec.json``, ``profile.json``, leaderboard outputs) is ignored.
 
+Only what lies inside the given folders is read: a file found in a folder that is a link to
+a file elsewhere is skipped (with a warning; pass it explicitly to read it), and folders
+reached through links are not searched.
+
+Rescored results: ``headscope rescore`` writes ``results.scoring-MODE.json`` beside a run's
+``results.json``; both hold the same run. From a folder one results file per run is read:
+``results.json`` by default, or with ``scoring=MODE`` (``--scoring MODE``) its
+``results.scoring-MODE.json`` where there is one (the run's own ``results.json`` where there
+is none); the copies left out are named in a warning. Files passed explicitly are always read.
+
 Grouping: numbers are compared only under the same *settings*: everything recorded as
 changing numbers (model adapter settings minus identity, ``RunResults.settings``, task
-settings / arguments / split, a ranking's or bench file's settings), flattened. Results
-under different settings are kept apart (differing keys become columns), never averaged.
-Results of one task scored under different modes are refused
-(:func:`leaderboards.settings.check_scoring`).
+settings / arguments / split, a ranking's or bench file's settings), flattened, plus the
+fields of the run's identity the model's display name leaves out (:func:`run_identity`:
+seed, model family, revision, device type...). Results under different settings are kept
+apart (differing keys become columns), never averaged. Results of one task scored under
+different modes are refused (:func:`leaderboards.settings.check_scoring`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
 from leaderboards.settings import (
+    IDENTITY_KEYS,
+    UNRECORDED_SCORING,
     MergeError,
     check_scoring,
     combine,
     flatten,
     model_label,
     model_settings,
+    scoring_of,
 )
 
-__all__ = ["Run", "RankingFile", "Sources", "load_sources", "classify"]
+__all__ = ["Run", "RankingFile", "Sources", "load_sources", "classify", "run_identity"]
 
 
 @dataclass(frozen=True)
@@ -116,13 +131,103 @@ def classify(doc: Any) -> str | None:
     return "bench" if is_bench_tag(doc) else tags.get(tag)
 
 
-def _files(path: Path) -> list[Path]:
+def _files(path: Path, sources: Sources) -> list[Path]:
+    """``path`` itself, or the ``*.json`` files inside the folder ``path`` (not behind links)."""
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise UsageError(f"no such results file or directory: {str(path)!r}")
     skip = lambda parts: any(x == "samples" or x.startswith(".") for x in parts)  # noqa: E731
-    return [p for p in sorted(path.rglob("*.json")) if not skip(p.relative_to(path).parts)]
+    top = path.resolve()
+    found = []
+    for file in sorted(path.rglob("*.json")):
+        if skip(file.relative_to(path).parts):
+            continue
+        if not file.resolve().is_relative_to(top):
+            sources.warnings.append(
+                f"{file}: skipped, a link to {str(file.resolve())!r} outside {str(path)!r} "
+                "(pass that file itself to read it)"
+            )
+            continue
+        found.append(file)
+    return found
+
+
+#: ``<stem>.scoring-<mode>.json``: a copy of ``<stem>.json`` rescored by ``headscope rescore``.
+_RESCORED = re.compile(r"^(?P<stem>.+)\.scoring-(?P<mode>[^/]+)\.json$")
+
+
+def _pick_results(files: list[Path], scoring: str | None, sources: Sources) -> list[Path]:
+    """One results file per run folder: the run's own, or its copy rescored under ``scoring``."""
+    copies: dict[Path, dict[str, Path]] = {}  # the run's own file -> {mode: rescored copy}
+    for file in files:
+        match = _RESCORED.match(file.name)
+        own = file.with_name(f"{match['stem']}.json") if match else None
+        if own is not None and own in files:
+            copies.setdefault(own, {})[match["mode"]] = file
+    left_out: set[Path] = set()
+    for own, modes in copies.items():
+        chosen = modes.get(scoring) if scoring is not None else None
+        left_out.update(copy for copy in modes.values() if copy != chosen)
+        if chosen is not None:
+            left_out.add(own)
+        rest = sorted(m for m in modes if modes[m] != chosen)
+        if rest:
+            used = (chosen or own).name
+            sources.warnings.append(
+                f"{own.parent}: read {used}, left out the rescored "
+                f"{', '.join(modes[m].name for m in rest)} (choose one with --scoring "
+                f"{'|'.join(rest)})"
+            )
+    return [f for f in files if f not in left_out]
+
+
+def run_identity(res: Any) -> dict[str, Any]:
+    """The run-identity fields a results file's numbers depend on beyond its model and settings.
+
+    The run's seed (random head draws, seeded fallbacks), and the requested model's revision,
+    device type (``cuda:1`` counts as ``cuda``) and device map: runs that differ in any of
+    them never share a row. (Model identity fields besides the shown name, e.g. the family of
+    two runs of one checkpoint, join the settings where two runs differ in them:
+    :func:`_separate_models`.)
+    """
+    spec = res.spec_resolved if isinstance(res.spec_resolved, dict) else {}
+    model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
+    out: dict[str, Any] = {}
+    if "seed" in spec:
+        out["seed"] = spec["seed"]
+    for key in ("revision", "device_map"):
+        if model.get(key) is not None:
+            out[f"model.{key}"] = model[key]
+    if isinstance(model.get("device"), str):
+        out["model.device"] = model["device"].split(":")[0]
+    return flatten(out)
+
+
+def _separate_models(runs: list[Run]) -> list[Run]:
+    """Runs shown under one model name that differ in another identity field keep it apart.
+
+    Such a field (``family``, ``checkpoint``...) joins those runs' settings as ``model.KEY``,
+    so that they form different rows (a differing-settings column says which is which).
+    """
+    by_label: dict[str, list[Run]] = {}
+    for run in runs:
+        by_label.setdefault(run.model, []).append(run)
+    extra: dict[int, dict[str, Any]] = {}
+    for group in by_label.values():
+        for key in IDENTITY_KEYS:
+            values = {json.dumps(r.results.model.get(key), default=str) for r in group}
+            if len(values) > 1:
+                for r in group:
+                    extra.setdefault(id(r), {})[f"model.{key}"] = r.results.model.get(key)
+    return [
+        replace(r, config=combine(r.config, flatten(extra[id(r)]))) if id(r) in extra else r
+        for r in runs
+    ]
+
+
+#: Run settings that are records, not settings: which file a rescored copy came from.
+_NOT_RUN_SETTINGS = ("rescored_from",)
 
 
 def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
@@ -135,7 +240,8 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
         else:
             res, notes = to_run_results(doc, str(path))
             sources.warnings.extend(notes)
-        config = combine(model_settings(res.model), flatten(res.settings))
+        settings = {k: v for k, v in res.settings.items() if k not in _NOT_RUN_SETTINGS}
+        config = combine(model_settings(res.model), flatten(settings), run_identity(res))
         sources.runs.append(Run(path, res, model_label(res.model), config))
         if res.status != "complete":
             sources.warnings.append(f"{path}: run status is {res.status!r} (numbers may change)")
@@ -177,8 +283,13 @@ OWN_FILES = ("results.json", "ranking.json", "spearman.json", "summary.json",
              "diagnostics_code.json")  # fmt: skip
 
 
-def load_sources(paths: Sequence[str | Path]) -> Sources:
+def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sources:
     """Load every recognised file under ``paths`` (see the module docstring).
+
+    Args:
+        paths: Run directories, files, or folders of runs.
+        scoring: Read each run's copy rescored under this mode where there is one, and
+            refuse results of a task scored under another mode (None: the runs' own files).
 
     Raises:
         harness.api.errors.UsageError: A path does not exist.
@@ -189,7 +300,8 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
-        for file in _files(path):
+        found = _files(path, sources)
+        for file in found if path.is_file() else _pick_results(found, scoring, sources):
             real = file.resolve()
             if real in seen:
                 continue
@@ -225,7 +337,10 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
                 raise MergeError(
                     f"{file}: malformed {kind} file ({type(exc).__name__}: {exc})"
                 ) from None
+    sources.runs = _separate_models(sources.runs)
     check_scoring(sources.runs)
+    if scoring is not None:
+        _check_mode(sources.runs, scoring)
     if sources.empty():
         names = ", ".join(str(p) for p in paths)
         skipped = "; ".join(sources.warnings)
@@ -233,3 +348,16 @@ def load_sources(paths: Sequence[str | Path]) -> Sources:
             f"no headscope results found in {names}" + (f" ({skipped})" if skipped else "")
         )
     return sources
+
+
+def _check_mode(runs: Sequence[Run], scoring: str) -> None:
+    """Refuse runs holding a task scored under another mode than ``--scoring``."""
+    for run in runs:
+        for entry in run.results.entries:
+            mode = scoring_of(entry)
+            if mode not in (scoring, UNRECORDED_SCORING):
+                raise MergeError(
+                    f"{run.path}: {entry.task} is scored {mode!r}, not --scoring {scoring!r}, "
+                    f"and there is no rescored copy: run `headscope rescore "
+                    f"{run.path.parent} --scoring {scoring}` first, or leave it out"
+                )

@@ -20,6 +20,7 @@ from leaderboards.labels import MODEL_COLUMNS, model_cells, unique_names
 from leaderboards.settings import (
     check_unique,
     config_key,
+    scoring_of,
     settings_note,
     settings_row,
     split_settings,
@@ -188,7 +189,11 @@ def speedup_table(files: Sequence[BenchFile], runs: Sequence[Run] = ()) -> Table
         Column("of_bound", "measured/bound", "float"),
         *[c for c in optional if c.key in ("dispatch_overhead", "speedup_cpu_time")],
     ]
-    columns += [Column(f"retention:{t}", f"retention {t}", "float") for t in sorted(tasks)]
+    modes = {c.entry.task: scoring_of(c.entry) for c in cells}  # one per task (check_scoring)
+    columns += [
+        Column(f"retention:{t}", f"retention {t} (scoring {modes[t]})", "float")
+        for t in sorted(tasks)
+    ]
     notes = [
         "measured × = dense_ms / hybrid_ms (prefill, median); FLOP bound from metrics.md's "
         "model; keep = requested fraction (or count) of heads with full attention."

@@ -83,7 +83,8 @@ def test_markdown_shape_and_escaping():
     assert _md_cells(lines[0]) == ["name", "value ↑", "Δ", "n"]
     assert re.fullmatch(r"\|:-+\|-+:\|-+:\|-+:\|", lines[1])  # text left, numbers right
     assert all(len(re.findall(r"(?<!\\)\|", ln)) == 5 for ln in lines)
-    assert _md_cells(lines[2]) == ["a_b & 50% #1 {x} ~^\\$", "0.488", "-0.013", "40"]
+    # "&" as an entity: HTML in cells is text (a cell "&lt;" shows as typed, not as "<")
+    assert _md_cells(lines[2]) == ["a_b &amp; 50% #1 {x} ~^\\$", "0.488", "-0.013", "40"]
     assert _md_cells(lines[3]) == ["pipe\\|cell", "—", "—", "3"]
     assert md.startswith("## Demo ρ × table\n")
     assert md.endswith("\n- a note with 5% and _\n")
