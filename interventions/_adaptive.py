@@ -39,14 +39,20 @@ def layer_budgets(total: int, num_layers: int) -> list[int]:
     return [(i + 1) * total // num_layers - i * total // num_layers for i in range(num_layers)]
 
 
-def ranked_layer_budgets(spec: Any, geometry: Any) -> list[int]:
-    """Per layer, how many of the ranking's top ``spec.keep`` units lie in it (static top-k)."""
+def ranked_layer_budgets(spec: Any, geometry: Any, model: dict | None = None) -> list[int]:
+    """Per layer, how many of the ranking's top ``spec.keep`` units lie in it (static top-k).
+
+    ``model`` (family, checkpoint) is compared with the ranking's unless
+    ``spec.foreign_ranking``.
+    """
     from interventions._selection import load_scores, select_units
 
     budgets = [0] * geometry.num_layers
     if not spec.keep:
         return budgets
-    scores = load_scores(spec.ranking, spec.ranking_task, geometry, "hybrid")
+    scores = load_scores(
+        spec.ranking, spec.ranking_task, geometry, "hybrid", model, spec.foreign_ranking
+    )
     units = select_units(
         geometry, "top", spec.keep, granularity=spec.granularity, scores=scores, who="hybrid"
     )
@@ -106,7 +112,9 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
     except ValueError as err:
         raise InterventionError(f"hybrid: {err} ({spec.granularity} units)") from None
     if spec.layer_budget == "ranking":
-        budgets = ranked_layer_budgets(spec, geometry)
+        from interventions._selection import model_of
+
+        budgets = ranked_layer_budgets(spec, geometry, model_of(adapter))
     else:
         budgets = layer_budgets(total, geometry.num_layers)
     unit = 1 if spec.granularity == "head" else geometry.group_size

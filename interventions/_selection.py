@@ -17,7 +17,7 @@ from harness.api.intervention import InterventionError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["load_scores", "parse_head_list", "select_units", "expand_units"]
+__all__ = ["load_scores", "model_of", "parse_head_list", "select_units", "expand_units"]
 
 
 def parse_head_list(items: Any, geometry: Geometry, who: str) -> list[Head]:
@@ -33,11 +33,58 @@ def parse_head_list(items: Any, geometry: Geometry, who: str) -> list[Head]:
     return sorted(set(heads))
 
 
-def load_scores(path: str, task: str | None, geometry: Geometry, who: str) -> np.ndarray:
+def model_of(adapter: Any) -> dict[str, Any] | None:
+    """The adapter's family and checkpoint (``settings()``), or None when it records neither."""
+    settings = getattr(adapter, "settings", None)
+    try:
+        found = dict(settings()) if callable(settings) else {}
+    except Exception:  # noqa: BLE001 - a test double without settings: nothing to compare
+        return None
+    model = {k: found[k] for k in ("family", "pretrained") if found.get(k) is not None}
+    return model or None
+
+
+def _checkpoint(value: Any) -> str:
+    """A checkpoint by its last path component: a moved local copy is the same checkpoint."""
+    return str(value).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _check_model(ranking: Any, model: dict[str, Any], path: str, who: str) -> None:
+    made = ranking.model if isinstance(ranking.model, dict) else {}
+    for key, same in (("family", str), ("pretrained", _checkpoint)):
+        if made.get(key) is None or model.get(key) is None:
+            continue  # not recorded: nothing to compare
+        if same(made[key]) != same(model[key]):
+            raise InterventionError(
+                f"{who}: ranking {path!r} was made for {key} {made[key]!r}, the model is "
+                f"{model[key]!r}; rank this model (headscope rank), or pass "
+                "foreign_ranking=true to apply it anyway"
+            )
+
+
+def load_scores(
+    path: str,
+    task: str | None,
+    geometry: Geometry,
+    who: str,
+    model: dict[str, Any] | None = None,
+    foreign: bool = False,
+) -> np.ndarray:
     """The ``[L, H]`` ranking matrix of ``task`` (None: combined) from a ranking file.
 
+    Args:
+        path: The ranking file.
+        task: Its task to use; None: combined.
+        geometry: The model's geometry (the ranking's L×H must match).
+        who: The intervention, for messages.
+        model: The model's ``family`` and ``pretrained`` (:func:`model_of`); a ranking that
+            records another family or checkpoint (compared by its last path component) is
+            refused unless ``foreign``. None: not compared.
+        foreign: Apply a ranking made for another model of the same L×H shape.
+
     Raises:
-        InterventionError: the file is unreadable, lacks the task, or its geometry differs.
+        InterventionError: the file is unreadable, lacks the task, its geometry differs, or
+            it was made for another model (and ``foreign`` is False).
     """
     from harness.schema.ranking import RankingFormatError, load_ranking
 
@@ -51,6 +98,8 @@ def load_scores(path: str, task: str | None, geometry: Geometry, who: str) -> np
             f"{who}: ranking {path!r} is for {grid[0]}×{grid[1]} heads, the model has "
             f"{geometry.num_layers}×{geometry.num_heads}"
         )
+    if model is not None and not foreign:
+        _check_model(ranking, model, path, who)
     try:
         return ranking.matrix(task)
     except KeyError as err:

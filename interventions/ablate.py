@@ -27,7 +27,13 @@ from typing import Any, Literal
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
 from interventions._common import check_choice, installed
-from interventions._selection import expand_units, load_scores, parse_head_list, select_units
+from interventions._selection import (
+    expand_units,
+    load_scores,
+    model_of,
+    parse_head_list,
+    select_units,
+)
 
 __all__ = ["Ablate"]
 
@@ -54,6 +60,8 @@ class Ablate(Intervention):
         draws: How many random draws the protocol averages (recorded; one attach = one draw).
         draw: Which draw this spec applies (0 ≤ draw < draws).
         mean_reference: ``.pt``/``.npz`` per-head means for ``mode="mean"``.
+        foreign_ranking: Apply a ranking made for another model (other family or checkpoint,
+            same L×H shape); by default such a ranking is refused.
     """
 
     select: Select = "top"
@@ -67,6 +75,7 @@ class Ablate(Intervention):
     draws: int = 1
     draw: int = 0
     mean_reference: str | None = None
+    foreign_ranking: bool = False
 
     def __post_init__(self) -> None:
         for key in ("select", "mode", "granularity"):
@@ -99,11 +108,17 @@ class Ablate(Intervention):
             return [self]
         return [dataclasses.replace(self, draw=d) for d in range(self.draws)]
 
-    def resolve(self, geometry: Any) -> tuple[list[Any], list[Any]]:
-        """(units, query heads) this spec selects on a model of ``geometry``."""
+    def resolve(self, geometry: Any, model: dict | None = None) -> tuple[list[Any], list[Any]]:
+        """(units, query heads) this spec selects on a model of ``geometry``.
+
+        ``model`` (family, checkpoint) is compared with the ranking's unless
+        ``foreign_ranking``.
+        """
         scores = None
         if self.select in ("top", "bottom"):
-            scores = load_scores(self.ranking, self.ranking_task, geometry, "ablate")
+            scores = load_scores(
+                self.ranking, self.ranking_task, geometry, "ablate", model, self.foreign_ranking
+            )
         explicit = (
             parse_head_list(self.heads, geometry, "ablate") if self.select == "heads" else None
         )
@@ -133,7 +148,7 @@ class Ablate(Intervention):
         from harness.attention.dispatch import Ablation, Plan
 
         geometry = adapter.geometry
-        units, heads = self.resolve(geometry)
+        units, heads = self.resolve(geometry, model_of(adapter))
         effects: dict[Any, Ablation] = {}
         if self.mode == "mean" and heads:
             from interventions._means import load_head_means

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
 from interventions._common import check_choice, installed
-from interventions._selection import expand_units, load_scores, select_units
+from interventions._selection import expand_units, load_scores, model_of, select_units
 
 __all__ = ["Hybrid"]
 
@@ -59,6 +59,8 @@ class Hybrid(Intervention):
         layer_budget: Adaptive only: ``even`` (the budget spread evenly over the layers) or
             ``ranking`` (each layer keeps as many units as the ranking's top ``keep`` has in
             it; needs ``ranking``).
+        foreign_ranking: Apply a ranking made for another model (other family or checkpoint,
+            same L×H shape); by default such a ranking is refused.
     """
 
     keep: float = 0.05
@@ -72,6 +74,7 @@ class Hybrid(Intervention):
     rows: int = 8
     estimate: Literal["visual", "far"] = "visual"
     layer_budget: Literal["even", "ranking"] = "even"
+    foreign_ranking: bool = False
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -112,13 +115,19 @@ class Hybrid(Intervention):
         if isinstance(self.rows, bool) or not isinstance(self.rows, int) or self.rows < 1:
             raise InterventionError(f"hybrid: rows must be an integer ≥ 1, got {self.rows!r}")
 
-    def resolve(self, geometry: Any) -> tuple[list[Any], list[Any]]:
-        """(kept units, windowed query heads) on a model of ``geometry`` (static select only)."""
+    def resolve(self, geometry: Any, model: dict | None = None) -> tuple[list[Any], list[Any]]:
+        """(kept units, windowed query heads) on a model of ``geometry`` (static select only).
+
+        ``model`` (family, checkpoint) is compared with the ranking's unless
+        ``foreign_ranking``.
+        """
         if self.select == "adaptive":
             raise InterventionError("hybrid: select='adaptive' chooses its heads per input")
         scores = None
         if self.keep:
-            scores = load_scores(self.ranking, self.ranking_task, geometry, "hybrid")
+            scores = load_scores(
+                self.ranking, self.ranking_task, geometry, "hybrid", model, self.foreign_ranking
+            )
         units = select_units(
             geometry,
             "top",
@@ -151,7 +160,7 @@ class Hybrid(Intervention):
                 yield info
             return
         geometry = adapter.geometry
-        units, windowed = self.resolve(geometry)
+        units, windowed = self.resolve(geometry, model_of(adapter))
         win = Window(self.window, self.sinks, self.window_in_decode)
         info = {
             "name": "hybrid",
