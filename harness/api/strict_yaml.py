@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = ["RunFileError", "load_json", "load_yaml"]
 
 
-class RunFileError(ValueError):
+class RunFileError(UsageError):
     """A run file that is refused before it is read (usage error)."""
 
 
