@@ -243,3 +243,17 @@ def test_grid_run_directory(driver, tmp_path):
     driver.get((out / "heads.html").as_uri())
     assert "No ranking among the inputs" in driver.find_element("tag name", "main").text
     assert console_errors(driver) == []
+
+
+def test_long_media_lists_are_thinned(driver, site):
+    # a 64-frame video shows 12 frames per card: every evidence frame, then evenly spaced ones
+    _open(driver, site, f"heads.html#task={TASK}")
+    shown = _js(
+        driver,
+        "var media = []; for (var i = 0; i < 64; i++) media.push({kind: 'frame', index: i});"
+        "return HS.shownMedia({media: media, evidence: {regions: [{media: 30}, {media: 31}]}});",
+    )
+    assert len(shown) == 12 and shown == sorted(set(shown))
+    assert {0, 30, 31, 63} <= set(shown)
+    few = _js(driver, "return HS.shownMedia({media: [{}, {}], evidence: {regions: []}})")
+    assert few == [0, 1]

@@ -32,6 +32,24 @@
     return by;
   }
 
+  /* At most MAX_MEDIA media per card (long videos, many pages): every medium holding
+     evidence, then evenly spaced others, in order. */
+  var MAX_MEDIA = 12;
+  HS.shownMedia = function (sample) {
+    var n = sample.media.length;
+    var all = sample.media.map(function (m, i) { return i; });
+    if (n <= MAX_MEDIA) return all;
+    var keep = {};
+    sample.evidence.regions.forEach(function (r) { keep[r.media] = true; });
+    var picked = Object.keys(keep).map(Number).slice(0, MAX_MEDIA);
+    var room = MAX_MEDIA - picked.length;
+    for (var j = 0; j < room; j++) {
+      var i = Math.round((j * (n - 1)) / Math.max(1, room - 1));
+      if (!keep[i]) { keep[i] = true; picked.push(i); }
+    }
+    return picked.sort(function (a, b) { return a - b; });
+  };
+
   function size(medium, maxSide) {
     var s = Math.min(maxSide / medium.width, maxSide / medium.height);
     return [Math.max(1, Math.round(medium.width * s)), Math.max(1, Math.round(medium.height * s)), s];
@@ -45,7 +63,9 @@
     var peak = 0;
     if (weights) weights.forEach(function (w) { if (w > peak) peak = w; });
     var wrap = HS.el("div", { class: "media-row" });
-    sample.media.forEach(function (medium, m) {
+    var shown = HS.shownMedia(sample);
+    shown.forEach(function (m) {
+      var medium = sample.media[m];
       var dims = size(medium, maxSide);
       var img = HS.el("img", { src: medium.src, width: dims[0], height: dims[1], alt: medium.kind + " " + medium.index });
       var canvas = HS.el("canvas", { width: dims[0], height: dims[1], class: "overlay" });
@@ -81,6 +101,9 @@
         ])
       );
     });
+    if (shown.length < sample.media.length) {
+      wrap.appendChild(HS.el("div", { class: "hint", text: "showing " + shown.length + " of " + sample.media.length + " " + sample.media[0].kind + "s (those with evidence first)" }));
+    }
     return wrap;
   };
 
