@@ -6,7 +6,7 @@ ablate every selected query head with an explicit mode (metrics.md):
 
 - ``zero``: the head's output (its slice of the ``o_proj`` input) is zeroed;
 - ``mean``: replaced by its mean over a reference set (``mean_reference``: a ``.pt``/``.npz``
-  ``[L, H, head_dim]`` file built with :func:`interventions._means.compute_head_means`);
+  ``[L, H, head_dim]`` file built with ``headscope means``, :mod:`harness.probes.means`);
 - ``uniform``: uniform attention over the head's causal, non-padding span;
 - ``bos``: all attention on the first real token.
 
@@ -94,7 +94,8 @@ class Ablate(Intervention):
         if (self.mode == "mean") != (self.mean_reference is not None):
             raise InterventionError(
                 "ablate: mode='mean' needs mean_reference=<.pt/.npz of per-head means>, "
-                "and mean_reference is only used with mode='mean'"
+                "and mean_reference is only used with mode='mean'",
+                hint="`headscope means --model ... --tasks ... --output means.pt` builds one",
             )
         if self.draws < 1 or not 0 <= self.draw < self.draws:
             raise InterventionError(

@@ -1,8 +1,8 @@
 """The ``headscope`` command line.
 
 Subcommands: ``list``, ``run``, and the ones living in their own modules
-(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``, ``view``), each loaded
-only when used. Exit codes:
+(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``, ``view``, ``means``), each
+loaded only when used. Exit codes:
 
 - 0: done;
 - 2: a usage error (:class:`harness.api.errors.UsageError`: an unknown name, a
@@ -42,6 +42,10 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
     "view": ("viewer.cli", "a static site of runs: leaderboards, heads' attention, samples"),
+    "means": (
+        "harness.cli.means",
+        "per-head mean outputs over a reference set (the file ablate:mode=mean reads)",
+    ),
     "rescore": ("harness.cli.rescore", "score a run's logged replies again under --scoring MODE"),
 }
 

@@ -29,8 +29,8 @@ from harness.attention.dispatch import (  # noqa: E402
     window_kernels_used,
 )
 from harness.attention.window import window_attention_reference  # noqa: E402
+from harness.probes.means import compute_head_means, save_head_means  # noqa: E402
 from harness.testing.tiny import TINY_FAMILIES, build_tiny_model  # noqa: E402
-from interventions._means import compute_head_means, save_head_means  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402
     TinyAdapter,
     text_inputs,

@@ -27,8 +27,8 @@ from harness.attention.dispatch import (  # noqa: E402
     plan_scope,
     set_window_kernel,
 )
+from harness.probes.means import compute_head_means, save_head_means  # noqa: E402
 from harness.testing.tiny import build_tiny_model  # noqa: E402
-from interventions._means import compute_head_means, save_head_means  # noqa: E402
 from interventions.noise_qkv import matched_noise  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402
     TinyAdapter,

@@ -8,8 +8,8 @@ from harness.api.heads import Head  # noqa: E402
 from harness.api.intervention import InterventionError, build_intervention  # noqa: E402
 from harness.api.specs import InterventionSpec  # noqa: E402
 from harness.attention.dispatch import current_plan, set_window_kernel  # noqa: E402
+from harness.probes.means import compute_head_means, save_head_means  # noqa: E402
 from harness.schema.ranking import load_ranking  # noqa: E402
-from interventions._means import compute_head_means, save_head_means  # noqa: E402
 from interventions.ablate import Ablate  # noqa: E402
 from interventions.hybrid import Hybrid  # noqa: E402
 from tests.integration._interventions_util import (  # noqa: E402
