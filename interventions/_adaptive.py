@@ -155,9 +155,28 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         finally:
             info["routed_samples"] = log.samples.get(0, 0)
             info["fallback_samples"] = log.fallback.get(0, 0)
-            info["kept_share"] = [
-                [round(c / max(1, log.samples.get(layer, 0)), 4) for c in log.kept[layer]]
-                if layer in log.kept
-                else None
-                for layer in range(geometry.num_layers)
-            ]
+            info["kept_counts"] = [log.kept.get(la) for la in range(geometry.num_layers)]
+            info["layer_samples"] = [log.samples.get(la, 0) for la in range(geometry.num_layers)]
+            info["kept_share"] = _shares(info["kept_counts"], info["layer_samples"])
+
+
+def _shares(counts: list[list[int] | None], samples: list[int]) -> list[list[float] | None]:
+    """Per layer, the share of routed samples in which each head kept full attention."""
+    return [
+        None if c is None else [round(k / max(1, n), 4) for k in c]
+        for c, n in zip(counts, samples, strict=True)
+    ]
+
+
+def merge_info(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """The adaptive record of two attaches of one cell: counts summed, shares recomputed."""
+    out = dict(total)
+    for key in ("routed_samples", "fallback_samples"):
+        out[key] = total.get(key, 0) + part.get(key, 0)
+    counts = [
+        a if b is None else b if a is None else [x + y for x, y in zip(a, b, strict=True)]
+        for a, b in zip(total["kept_counts"], part["kept_counts"], strict=True)
+    ]
+    samples = [a + b for a, b in zip(total["layer_samples"], part["layer_samples"], strict=True)]
+    out.update(kept_counts=counts, layer_samples=samples, kept_share=_shares(counts, samples))
+    return out

@@ -140,6 +140,14 @@ class Hybrid(Intervention):
         windowed = [h for h in geometry.all_heads() if h not in full]
         return units, windowed
 
+    def merge_resolved(self, total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+        """Adaptive records sum their routing counts (static ones have none)."""
+        if self.select != "adaptive":
+            return super().merge_resolved(total, part)
+        from interventions._adaptive import merge_info
+
+        return merge_info(total, part)
+
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
         """Window every head outside the kept set for the ``with`` block.

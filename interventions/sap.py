@@ -79,6 +79,14 @@ class SAP(Intervention):
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise InterventionError(f"sap: seed must be an integer ≥ 0, got {self.seed!r}")
 
+    resolved_counters = ("forwards",)
+
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """``reads`` for the pixel priors (they hook the vision tower's pass), else ``none``."""
+        from interventions._priors import PIXEL_PRIOR_FAMILIES
+
+        return "reads" if self.prior in PIXEL_PRIOR_FAMILIES else "none"
+
     def make_prior(self, keys: Any, prior: Any, valid: Any) -> Any:
         """A :class:`VisualPrior` with this spec's semantics, λ and band."""
         from harness.attention.dispatch import VisualPrior

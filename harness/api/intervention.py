@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.api.errors import UsageError
 
@@ -32,6 +32,34 @@ class Intervention:
     """Base class of intervention configs (subclasses are frozen dataclasses)."""
 
     registry_name: ClassVar[str] = ""
+    #: Keys of the resolved dict that count events during an attach; they are summed when one
+    #: cell is attached once per batch (sample-major runs, :meth:`merge_resolved`).
+    resolved_counters: ClassVar[tuple[str, ...]] = ()
+
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """How this intervention touches the vision tower (decides vision-feature reuse).
+
+        ``none``: not at all (features computed for another cell of the batch are reused);
+        ``reads``: it hooks the tower to read its pass, which does not change what the tower
+        computes (the pass runs in this cell and its output serves the cells after it);
+        ``writes``: it changes what the tower computes (always recomputed, never shared).
+        Whatever is declared, a vision pass is never reused while a hook sits on the vision
+        side of the model (:mod:`harness.models.vision_memo`).
+        """
+        return "none"
+
+    def merge_resolved(self, total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+        """One cell's resolved record from the records of its attaches, in order.
+
+        Sample-major runs attach each cell's intervention once per batch; the record in the
+        results is the first attach's, with :attr:`resolved_counters` summed (the same as one
+        attach over all batches).
+        """
+        out = dict(total)
+        for key in self.resolved_counters:
+            if key in part:
+                out[key] = out.get(key, 0) + part[key]
+        return out
 
     @contextmanager
     def attach(self, adapter: ModelAdapter) -> Iterator[dict[str, Any]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -181,9 +183,31 @@ class ModelAdapter:
         """
         raise NotImplementedError
 
+    def shared_inputs(self, requests: list[Request]) -> Any:
+        """Model inputs of a batch that every cell reuses (sample-major runs), or None.
+
+        The evaluator builds them once per batch and passes them to :meth:`generate` for each
+        intervention; None (the default) means :meth:`generate` builds its own.
+        """
+        return None
+
+    @contextmanager
+    def reuse_vision(self) -> Iterator[Any]:
+        """A context for one batch inside which vision features may be reused across cells.
+
+        Yields an object with ``using(vision_use)`` (a context per cell), or None when the
+        adapter has no such reuse (the default).
+        """
+        yield None
+
     # -- outputs -----------------------------------------------------------------------
-    def generate(self, requests: list[Request]) -> list[Generation]:
-        """Greedy generation for a batch of requests."""
+    def generate(self, requests: list[Request], inputs: Any = None) -> list[Generation]:
+        """Greedy generation for a batch of requests.
+
+        Args:
+            requests: The batch.
+            inputs: This batch's :meth:`shared_inputs`, when the caller built them.
+        """
         raise NotImplementedError
 
     def parse_box(self, text: str, image_size: tuple[int, int]) -> Box | None:

@@ -76,6 +76,8 @@ class Progress:
         initial: Units already done when this process started (a resumed run).
         unit: Name of one unit (``"sample"``).
         stream: Where the bar or the line goes (default: stderr at construction time).
+        bar: Draw the bar on a terminal (False: another progress draws one for this loop).
+        line: Write the line when not on a terminal (False: other progresses report it).
     """
 
     def __init__(
@@ -86,6 +88,8 @@ class Progress:
         initial: int = 0,
         unit: str = "sample",
         stream: TextIO | None = None,
+        bar: bool = True,
+        line: bool = True,
     ) -> None:
         self.total, self.desc, self.initial, self.unit = total, desc, initial, unit
         self.n = initial
@@ -94,8 +98,9 @@ class Progress:
         self._closed = False
         self._bar: Any = None
         on = shown()
-        self._line = on and not interactive(self.stream)
-        if on and not self._line:
+        tty = interactive(self.stream)
+        self._line = on and line and not tty
+        if on and bar and tty:
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, initial=initial, desc=desc, leave=False, file=self.stream)

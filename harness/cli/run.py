@@ -116,6 +116,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="log the model's outputs, compute no scores (grids only)",
     )
     ev.add_argument(
+        "--cell-major",
+        "--cell_major",
+        dest="cell_major",
+        action="store_true",
+        default=False,
+        help="evaluate one (task, intervention) cell after the other, each reading and "
+        "processing every document itself (the reference order; same outputs, slower). "
+        "Default: sample-major, each batch of documents read, processed and vision-encoded "
+        "once for all cells",
+    )
+    ev.add_argument(
         "--skip-bad-docs",
         "--skip_bad_docs",
         dest="skip_bad_docs",
@@ -286,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.interventions and not args.config:
         return main_job(args)
     spec = spec_from_args(args)
-    results = run_grid(spec)
+    results = run_grid(spec, order="cell" if args.cell_major else "sample")
     if results is None:  # a non-zero rank of a sharded run: rank 0 reports
         return 0
     _print_summary(results)
@@ -353,6 +364,8 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["gen_kwargs"] = parse_mapping(args.gen_kwargs, "--gen_kwargs")
     if args.skip_bad_docs:
         kwargs["skip_bad_docs"] = True
+    if args.cell_major:
+        kwargs["order"] = "cell"
     cfg = ProtocolConfig(**kwargs)
     t0 = time.perf_counter()
     run_protocol(model_spec, cfg, args.output or "headscope_out")

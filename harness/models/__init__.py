@@ -14,7 +14,9 @@ Files to touch for a new family (docs/adding_a_family.md has the details):
 3. ``harness/testing/tiny.py`` (a tiny config) and ``harness/testing/tiny_processors.py`` (its
    processor at the tiny and the real geometry);
 4. tests: adapter, evidence and conformance (``tests/integration/test_adapters_*.py``,
-   ``test_evidence_*.py``, the ``FAMILIES`` of ``test_evidence_conformance.py``);
+   ``test_evidence_*.py``, the ``FAMILIES`` of ``test_evidence_conformance.py`` and of
+   ``test_sample_major.py``: vision features are reused through the model's own
+   ``get_image_features`` / ``get_video_features``, :mod:`harness.models.vision_memo`);
 5. ``tasks/refcocog/official.py`` and docs/scoring.md if the family releases its own grounding
    evaluator;
 6. README's Models table.

@@ -1,30 +1,29 @@
 """The evaluator: runs a model × tasks × interventions grid, resumably.
 
 Flow per (task, intervention) cell: docs → requests → model (batched) → parsed
-answers → per-sample scores → aggregates with stderr. Every scored sample is
-appended to the cell's JSONL log before the next batch starts, so a run killed
-midway loses at most one batch; rerunning the same spec into the same output
-directory skips the samples already logged and produces the same results as an
-uninterrupted run. A different spec into a non-empty directory is refused.
+answers → per-sample scores → aggregates with stderr. The default order is sample-major
+(:mod:`harness.run.sample_major`): per task, each batch of documents is read, processed and
+vision-encoded once and every cell generates on it; ``order="cell"`` runs one cell after
+the other, each reading and processing every document itself (the reference; the outputs are
+identical). Every scored sample is appended to its cell's JSONL log right after its
+generation, so a run killed midway loses at most one batch; rerunning the same spec into the
+same output directory skips the samples already logged and produces the same results as an
+uninterrupted run. A different spec into a non-empty directory is refused. ``results.json``
+is rewritten once per task (its cells finish together) and at the end.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.api.specs import RunSpec, TaskSpec
-from harness.api.task import (
-    BadDataError,
-    BadDoc,
-    SampleError,
-    ScoringContext,
-    Task,
-)
+from harness.api.task import BadDataError, Task
+from harness.run.cell_major import run_cell
 from harness.run.cells import (
     cell_names,
     file_hashes,
@@ -33,6 +32,7 @@ from harness.run.cells import (
     samples_filename,
     save_resolved,
 )
+from harness.run.sample_major import CellRun, run_task
 from harness.schema.results import (
     MetricDefRecord,
     MetricRecord,
@@ -42,113 +42,17 @@ from harness.schema.results import (
 )
 from harness.schema.samples import SampleLog, unique_rows
 
-__all__ = ["run_grid", "EvaluationError", "BadDataError", "samples_filename"]
+__all__ = ["run_grid", "EvaluationError", "BadDataError", "samples_filename", "ORDERS"]
 
 SPEC_FILE = "run_spec.json"
+
+ORDERS = ("sample", "cell")
+"""Evaluation orders: ``sample`` (default; each batch processed once for all cells) and
+``cell`` (the reference: each cell reads and processes every document itself)."""
 
 
 class EvaluationError(RuntimeError):
     """A grid that cannot go on (names the task / document / file at fault)."""
-
-
-_FIX = BadDataError.FIX
-
-
-def _done_ids(log: SampleLog, skip_bad_docs: bool) -> set[Any]:
-    """Doc ids already in the log (deduplicated on disk first).
-
-    Skipped rows count as done only under ``skip_bad_docs``: a run resumed without the flag
-    retries them, so a fixed file is scored and a still-broken one stops the run.
-    """
-    rows, dropped = unique_rows(log.read())
-    if dropped:
-        log.rewrite(rows)
-    return {r["doc_id"] for r in rows if skip_bad_docs or "skipped" not in r}
-
-
-def _run_cell(
-    task: Task,
-    docs: Sequence[Any],
-    adapter: Any,
-    log: SampleLog,
-    spec: RunSpec,
-    desc: str,
-    shard: tuple[int, int],
-) -> dict[str, Any]:
-    from harness.api.progress import Progress
-
-    done = _done_ids(log, spec.skip_bad_docs)
-    rank, world = shard
-    pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
-    ctx = ScoringContext(
-        adapter.parse_box,
-        spec.seed,
-        family=adapter.registry_name or None,
-        parse_video_box=getattr(adapter, "parse_video_box", None),
-    )
-    counters = {"skipped": 0, "generated": 0}
-    bar = Progress(len(docs), desc, initial=len(docs) - len(pending))  # a line when not a TTY
-    try:  # the bar is cleared before any error is printed
-        for start in range(0, len(pending), spec.batch_size):
-            batch, requests = [], []
-            for doc in pending[start : start + spec.batch_size]:
-                try:
-                    if isinstance(doc, BadDoc):
-                        raise SampleError(doc.reason)
-                    requests.append(task.request(doc))
-                    batch.append(doc)
-                except SampleError as exc:
-                    if not spec.skip_bad_docs:
-                        raise BadDataError(
-                            f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc}; {_FIX} "
-                            "(samples already scored are kept)"
-                        ) from None
-                    log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
-                    counters["skipped"] += 1
-                    bar.update(1)
-            if batch:
-                _score_batch(task, batch, requests, adapter, log, ctx, bar, spec.predict_only)
-                counters["generated"] += len(batch)
-    finally:
-        bar.close()
-    return counters
-
-
-def _score_batch(
-    task: Task,
-    batch: list[Any],
-    requests: list[Any],
-    adapter: Any,
-    log: SampleLog,
-    ctx: ScoringContext,
-    bar: Any,
-    predict_only: bool = False,
-) -> None:
-    t0 = time.perf_counter()
-    generations = adapter.generate(requests)
-    batch_ms = (time.perf_counter() - t0) * 1000.0
-    if not predict_only:
-        task.prepare_scoring(batch, generations)
-    for doc, req, gen in zip(batch, requests, generations, strict=True):
-        row: dict[str, Any] = {
-            "doc_id": doc.doc_id,
-            "prompt": req.text,
-            "output": gen.text,
-            "timing": {
-                "prefill_ms": gen.prefill_ms,
-                "total_ms": gen.total_ms if gen.total_ms is not None else batch_ms / len(batch),
-                "prompt_tokens": gen.prompt_tokens,
-                "output_tokens": gen.output_tokens,
-            },
-            **task.sample_log(doc),
-        }
-        try:
-            if not predict_only:
-                row["scores"] = task.score(doc, gen, ctx)
-        except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
-            row["error"] = f"{type(exc).__name__}: {exc}"
-        log.append(row)
-        bar.update(1)
 
 
 def _summarise(
@@ -194,7 +98,10 @@ def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_grid(
-    spec: RunSpec, adapter: Any = None, shard: tuple[int, int] | None = None
+    spec: RunSpec,
+    adapter: Any = None,
+    shard: tuple[int, int] | None = None,
+    order: str = "sample",
 ) -> RunResults | None:
     """Run the grid described by ``spec`` and write its results.
 
@@ -204,6 +111,8 @@ def run_grid(
         shard: ``(rank, world_size)``; default from the launcher's environment
             (see :mod:`harness.run.distributed`). Rank r evaluates docs r, r+W, ...;
             rank 0 gathers the rows and writes the results.
+        order: ``"sample"`` (each batch read, processed and vision-encoded once for all
+            cells) or ``"cell"`` (the reference: each cell on its own); same outputs.
 
     Returns:
         The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
@@ -219,6 +128,8 @@ def run_grid(
         load_docs,
     )
 
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {list(ORDERS)}, not {order!r}")
     rank, world = shard or dist.shard_from_env()
     out = Path(spec.output)
     # Validate everything before anything is written: names, arguments, the output
@@ -262,7 +173,7 @@ def run_grid(
             write_json_atomic(out / SPEC_FILE, run_identity(spec))
         started = True
         dist.barrier()
-        return _run(spec, tasks, docs_of, interventions, adapter, out, (rank, world))
+        return _run(spec, tasks, docs_of, interventions, adapter, out, (rank, world), order)
     finally:
         if lock is not None:
             lock.release(remove_if_unused=not started)
@@ -276,9 +187,8 @@ def _run(
     adapter: Any,
     out: Path,
     shard: tuple[int, int],
+    order: str,
 ) -> RunResults | None:
-    from harness.attention.dispatch import window_kernels_used
-    from harness.run import distributed as dist
     from harness.run.provenance import collect_provenance
 
     rank, world = shard
@@ -297,51 +207,78 @@ def _run(
         metric_defs[tspec.name] = [
             MetricDefRecord(m.name, m.higher_is_better, m.description) for m in task.metrics
         ]
+        cells = []
         for j, (ispec, interv) in enumerate(interventions):
-            fname = names[(i, j)]
-            log = SampleLog(out / "samples" / _shard_name(fname, (rank, world)))
-            desc = f"{tspec.name} × {ispec.label}"
-            window_kernels_used(reset=True)
-            _check_unchanged(ispec, hashes[j])
-            with interv.attach(adapter) as resolved:
-                _check_unchanged(ispec, hashes[j])  # the files it read named this cell's log
-                counters = _run_cell(task, docs, adapter, log, spec, desc, (rank, world))
-            resolved = dict(resolved or {})
-            if used := window_kernels_used(reset=True):  # which window kernel ran, per cell
-                resolved["window_kernels"] = used
-            if not counters["generated"] and f"samples/{fname}" in before:
-                resolved = before[f"samples/{fname}"]  # resumed, nothing new: keep the record
-            elif rank == 0:
-                save_resolved(out, f"samples/{fname}", resolved)
-            rows = log.read()
-            if world > 1:
-                rows = dist.gather_rows(rows)
-                if rows is None:
-                    continue
-                _write_merged_log(out / "samples" / fname, docs, rows)
-            summary = _summarise(task, docs, rows, spec.predict_only)
-            for warning in summary["warnings"]:
-                print(
-                    f"headscope: warning: {tspec.name} / {ispec.label}: {warning}", file=sys.stderr
-                )
-            entries.append(
-                ResultEntry(
-                    task=tspec.name,
-                    task_args=dict(tspec.args),
-                    split=tspec.split or task.default_split,
-                    task_settings=task.settings(),
-                    intervention=ispec.label,
-                    intervention_spec={"name": ispec.name, "args": dict(ispec.args)},
-                    intervention_resolved=resolved,
-                    samples_file=f"samples/{fname}",
-                    **summary,
-                )
-            )
+            log = SampleLog(out / "samples" / _shard_name(names[(i, j)], shard))
+            check = functools.partial(_check_unchanged, ispec, hashes[j])
+            cells.append(CellRun(ispec.label, interv, names[(i, j)], log, check))
+        if order == "cell":
+            for cell in cells:
+                run_cell(task, docs, cell, adapter, spec, f"{tspec.name} × {cell.label}", shard)
+        else:
+            run_task(task, docs, cells, adapter, spec, shard, tspec.name)
+        for (ispec, _), cell in zip(interventions, cells, strict=True):
+            entry = _entry(tspec, task, ispec, cell, docs, adapter, spec, before, out, shard)
+            if entry is not None:
+                entries.append(entry)
+        if rank == 0:  # once per task: its cells finish together (sample-major)
             _save(out, spec, provenance, metric_defs, entries, adapter, status="partial")
+    from harness.run import distributed as dist
+
     dist.barrier()
     if rank != 0:
         return None
     return _save(out, spec, provenance, metric_defs, entries, adapter, status="complete")
+
+
+def _entry(
+    tspec: TaskSpec,
+    task: Task,
+    ispec: Any,
+    cell: CellRun,
+    docs: Sequence[Any],
+    adapter: Any,
+    spec: RunSpec,
+    before: dict[str, dict[str, Any]],
+    out: Path,
+    shard: tuple[int, int],
+) -> ResultEntry | None:
+    """The cell's results entry (rank 0; other ranks send their rows and get None)."""
+    from harness.run import distributed as dist
+
+    fname = cell.fname
+    if not cell.counters["generated"] and f"samples/{fname}" in before:
+        resolved = before[f"samples/{fname}"]  # resumed, nothing new: keep the record
+    else:
+        if cell.resolved is None:  # nothing to do in this run: the record of one attach
+            with cell.interv.attach(adapter) as part:
+                pass
+            cell.add_resolved(part)
+        resolved = dict(cell.resolved or {})
+        if cell.kernels:  # which window kernel ran, per cell
+            resolved["window_kernels"] = dict(cell.kernels)
+        if shard[0] == 0:
+            save_resolved(out, f"samples/{fname}", resolved)
+    rows = cell.log.read()
+    if shard[1] > 1:
+        rows = dist.gather_rows(rows)
+        if rows is None:
+            return None
+        _write_merged_log(out / "samples" / fname, docs, rows)
+    summary = _summarise(task, docs, rows, spec.predict_only)
+    for warning in summary["warnings"]:
+        print(f"headscope: warning: {tspec.name} / {ispec.label}: {warning}", file=sys.stderr)
+    return ResultEntry(
+        task=tspec.name,
+        task_args=dict(tspec.args),
+        split=tspec.split or task.default_split,
+        task_settings=task.settings(),
+        intervention=ispec.label,
+        intervention_spec={"name": ispec.name, "args": dict(ispec.args)},
+        intervention_resolved=resolved,
+        samples_file=f"samples/{fname}",
+        **summary,
+    )
 
 
 def _check_unchanged(ispec: Any, hashes: dict[str, str | None]) -> None:

@@ -73,6 +73,8 @@ class ProtocolConfig:
         task_args: Per-task variant arguments (data paths of the real benchmarks...).
         gen_kwargs: Generation settings of the accuracy grid (``RunSpec.gen_kwargs``).
         skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
+        order: Evaluation order of the accuracy grid: ``sample`` (each batch processed once
+            for all cells) or ``cell`` (the reference; same outputs).
     """
 
     tasks: tuple[str, ...] = field(default_factory=mini_tasks)
@@ -97,6 +99,7 @@ class ProtocolConfig:
     batch_size: int = 16
     gen_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_bad_docs: bool = False
+    order: str = "sample"
 
     def __post_init__(self) -> None:
         from harness.api.generation import check_gen_kwargs
@@ -265,7 +268,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
         gen_kwargs=dict(cfg.gen_kwargs),
     )
     with clock.stage("accuracy_s", done_before=_complete(out / "accuracy" / "results.json")):
-        results = run_grid(spec, adapter)
+        results = run_grid(spec, adapter, order=cfg.order)
 
     _stage("3/5 prefill speed: dense vs hybrid (FLOP-model bound alongside)")
     bench_path = out / "bench_hybrid.json"

@@ -33,11 +33,11 @@ import os, sys
 if os.environ.get("RANK") == os.environ.get("CRASH_RANK"):
     from harness.models.hf import HFAdapter
     original, calls = HFAdapter.generate, []
-    def generate(self, requests):
+    def generate(self, requests, **kw):
         if len(calls) >= int(os.environ["CRASH_AFTER"]):
             raise RuntimeError("injected crash")
         calls.append(1)
-        return original(self, requests)
+        return original(self, requests, **kw)
     HFAdapter.generate = generate
 from harness.cli.main import main
 sys.exit(main(sys.argv[1:]))
@@ -156,13 +156,14 @@ def test_sharded_run_equals_single_process(tmp_path, model_args, single_run):
 
 
 def test_crashed_rank_resumes_to_identical_results(tmp_path, model_args, single_run):
-    """Rank 1 dies after two documents; the rerun resumes each rank from its own log and the
-    merged results equal the single-process run's (a sharded run end to end, doc by doc)."""
+    """Rank 1 dies after two documents (sample-major: two batches × two cells = four generate
+    calls); the rerun resumes each rank from its own log and the merged results equal the
+    single-process run's (a sharded run end to end, doc by doc)."""
     out = tmp_path / "resumed"
     script = tmp_path / "crashing_main.py"
     script.write_text(CRASHING_MAIN, encoding="utf-8")
     args = _run_args(model_args, out)
-    crashed = _torchrun(args, [str(script)], CRASH_RANK="1", CRASH_AFTER="2")
+    crashed = _torchrun(args, [str(script)], CRASH_RANK="1", CRASH_AFTER="4")
     assert crashed.returncode != 0
     assert "injected crash" in crashed.stderr
     fname = Path(_results(single_run)["entries"][0]["samples_file"]).name

@@ -86,15 +86,14 @@ def test_a_ranking_changed_under_the_grid_stops_it(tmp_path, toy, monkeypatch):
     out = tmp_path / "run"
     ablate = InterventionSpec("ablate", {"select": "top", "k": 2, "ranking": str(ranking)})
     spec = _spec(out, [ablate], tasks=("pope_mini", "refcocog_mini"))
-    real = evaluator._run_cell
+    real = evaluator.run_task  # one task's cells (sample-major)
 
-    def run_cell_then_rank_again(*args, **kwargs):
-        counters = real(*args, **kwargs)
+    def run_task_then_rank_again(*args, **kwargs):
+        real(*args, **kwargs)
         _ranking(ranking, toy, seed=1)  # e.g. `headscope rank` writing it meanwhile
-        return counters
 
     with monkeypatch.context() as m:
-        m.setattr(evaluator, "_run_cell", run_cell_then_rank_again)
+        m.setattr(evaluator, "run_task", run_task_then_rank_again)
         with pytest.raises(EvaluationError, match="the ranking file .* changed since this run"):
             run_grid(spec, toy)
     logs = sorted(p.name for p in (out / "samples").glob("*.jsonl"))

@@ -1,0 +1,277 @@
+"""Sample-major evaluation: each batch of documents is read and processed once for every cell.
+
+For one task, the documents still pending in any cell (intervention) are taken in document
+order, ``batch_size`` at a time. For each such batch the requests are built once (media read,
+videos decoded, pages rendered), the model inputs once (:meth:`ModelAdapter.shared_inputs`:
+processor, resize, patchify), and every cell whose log lacks those documents generates on
+them with its intervention attached, vision features reused across the cells
+(:meth:`ModelAdapter.reuse_vision`). Each cell's rows are appended to its own log after its
+generation, exactly as the cell-major reference does, so resume, per-cell files,
+``--skip-bad-docs`` and sharding behave the same; on a fresh run every cell sees the same
+batches as cell-major does, hence the same outputs.
+
+At most one batch's requests, inputs and vision features are held at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.api.task import BadDataError, BadDoc, SampleError, ScoringContext, Task
+from harness.schema.samples import SampleLog, unique_rows
+
+__all__ = ["CellRun", "done_ids", "scoring_context", "log_generations", "bad_doc_error", "run_task"]
+
+#: Cells run in this order inside a batch: a cell that reads the vision pass computes it for
+#: the ones after it; a cell that changes it comes last (its pass is never shared).
+_VISION_ORDER = {"reads": 0, "none": 1, "writes": 2}
+
+
+@dataclass
+class CellRun:
+    """One (task, intervention) cell of a run in progress.
+
+    Attributes:
+        label: The intervention's label (progress lines).
+        interv: The built intervention.
+        fname: The cell's sample-log file name (merged log).
+        log: This process's sample log of the cell.
+        check: Raises when a file the intervention reads changed since the run started
+            (called before and inside every attach).
+        counters: ``skipped`` and ``generated`` documents in this run.
+        resolved: The merged ``intervention_resolved`` of this run's attaches (None: none).
+        kernels: Windowed layer calls per kernel in this run.
+    """
+
+    label: str
+    interv: Any
+    fname: str
+    log: SampleLog
+    check: Callable[[], None] = lambda: None
+    counters: dict[str, int] = field(default_factory=lambda: {"skipped": 0, "generated": 0})
+    resolved: dict[str, Any] | None = None
+    kernels: Counter = field(default_factory=Counter)
+
+    def add_resolved(self, part: dict[str, Any] | None) -> None:
+        """Merge one attach's record into :attr:`resolved`."""
+        part = dict(part or {})
+        self.resolved = (
+            part if self.resolved is None else self.interv.merge_resolved(self.resolved, part)
+        )
+
+
+def done_ids(log: SampleLog, skip_bad_docs: bool) -> set[Any]:
+    """Doc ids already in the log (deduplicated on disk first).
+
+    Skipped rows count as done only under ``skip_bad_docs``: a run resumed without the flag
+    retries them, so a fixed file is scored and a still-broken one stops the run.
+    """
+    rows, dropped = unique_rows(log.read())
+    if dropped:
+        log.rewrite(rows)
+    return {r["doc_id"] for r in rows if skip_bad_docs or "skipped" not in r}
+
+
+def scoring_context(adapter: Any, seed: int) -> ScoringContext:
+    """The scoring context of ``adapter``'s family."""
+    return ScoringContext(
+        adapter.parse_box,
+        seed,
+        family=adapter.registry_name or None,
+        parse_video_box=getattr(adapter, "parse_video_box", None),
+    )
+
+
+def bad_doc_error(task: Task, doc: Any, exc: Exception) -> BadDataError:
+    """The error that stops a run at a bad document (without ``--skip-bad-docs``)."""
+    return BadDataError(
+        f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc}; {BadDataError.FIX} "
+        "(samples already scored are kept)"
+    )
+
+
+def log_generations(
+    task: Task,
+    batch: Sequence[Any],
+    requests: Sequence[Any],
+    generations: Sequence[Any],
+    batch_ms: float,
+    log: SampleLog,
+    ctx: ScoringContext,
+    predict_only: bool,
+    inputs_ms: float | None = None,
+    sample_logs: Sequence[dict[str, Any]] | None = None,
+) -> None:
+    """Score each generation and append its row to ``log``.
+
+    Args:
+        task: The task (scores, sample-log fields).
+        batch: The documents generated on.
+        requests: Their requests.
+        generations: The model's generations, one per document.
+        batch_ms: Wall time of the generate call (``total_ms`` when a generation has none).
+        log: The cell's sample log.
+        ctx: The scoring context.
+        predict_only: Log outputs without scores.
+        inputs_ms: (sample-major) this batch's request building and processing time per row,
+            spent once for all cells.
+        sample_logs: (sample-major) each document's ``task.sample_log``, taken once right
+            after its request was built (a task may hand over request-time details, such as
+            the shown frames, only once); None: asked here.
+    """
+    if sample_logs is None:
+        sample_logs = [task.sample_log(doc) for doc in batch]
+    if not predict_only:
+        task.prepare_scoring(batch, generations)
+    for doc, req, gen, extra in zip(batch, requests, generations, sample_logs, strict=True):
+        timing = {
+            "prefill_ms": gen.prefill_ms,
+            "total_ms": gen.total_ms if gen.total_ms is not None else batch_ms / len(batch),
+            "prompt_tokens": gen.prompt_tokens,
+            "output_tokens": gen.output_tokens,
+        }
+        if inputs_ms is not None:
+            timing["inputs_ms"] = inputs_ms
+        row: dict[str, Any] = {
+            "doc_id": doc.doc_id,
+            "prompt": req.text,
+            "output": gen.text,
+            "timing": timing,
+            **extra,
+        }
+        try:
+            if not predict_only:
+                row["scores"] = task.score(doc, gen, ctx)
+        except Exception as exc:  # noqa: BLE001 - counted and reported, never swallowed
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        log.append(row)
+
+
+def run_task(
+    task: Task,
+    docs: Sequence[Any],
+    cells: list[CellRun],
+    adapter: Any,
+    spec: Any,
+    shard: tuple[int, int],
+    name: str,
+) -> None:
+    """Evaluate every cell of one task, batch by batch (see the module docstring).
+
+    Args:
+        task: The task.
+        docs: All its documents (this process takes its shard).
+        cells: The task's cells, in grid order; their counters, records and logs are filled.
+        adapter: The model adapter.
+        spec: The run spec (batch size, seed, ``skip_bad_docs``, ``predict_only``).
+        shard: ``(rank, world_size)``.
+        name: The task's name (progress line).
+    """
+    from harness.api.progress import Progress
+    from harness.attention.dispatch import window_kernels_used
+
+    rank, world = shard
+    mine = [d for i, d in enumerate(docs) if i % world == rank]
+    done = [done_ids(c.log, spec.skip_bad_docs) for c in cells]
+    pending = [d for d in mine if any(d.doc_id not in ids for ids in done)]
+    order = sorted(range(len(cells)), key=lambda k: _VISION_ORDER[cells[k].interv.vision_use()])
+    ctx = scoring_context(adapter, spec.seed)
+    sharing = _takes_inputs(adapter)
+    left = sum(1 for d in mine for ids in done if d.doc_id not in ids)
+    total = len(docs) * len(cells)
+    # a terminal shows one bar for the task; a log gets one line per cell when the task ends
+    bar = Progress(total, f"{name} × {len(cells)} interventions", initial=total - left, line=False)
+    lines = []
+    for cell, ids in zip(cells, done, strict=True):
+        todo = sum(1 for d in mine if d.doc_id not in ids)
+        lines.append(
+            Progress(len(docs), f"{name} × {cell.label}", initial=len(docs) - todo, bar=False)
+        )
+    try:
+        for start in range(0, len(pending), spec.batch_size):
+            t0 = time.perf_counter()
+            batch, requests = [], []
+            for doc in pending[start : start + spec.batch_size]:
+                try:
+                    if isinstance(doc, BadDoc):
+                        raise SampleError(doc.reason)
+                    requests.append(task.request(doc))
+                    batch.append(doc)
+                except SampleError as exc:
+                    if not spec.skip_bad_docs:
+                        raise bad_doc_error(task, doc, exc) from None
+                    for cell, ids, line in zip(cells, done, lines, strict=True):
+                        if doc.doc_id not in ids:
+                            cell.log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
+                            cell.counters["skipped"] += 1
+                            line.update(1)
+                            bar.update(1)
+            if not batch:
+                continue
+            extras = [task.sample_log(doc) for doc in batch]
+            shared = adapter.shared_inputs(requests) if sharing else None
+            inputs_ms = (time.perf_counter() - t0) * 1000.0 / len(batch)
+            reuse = getattr(adapter, "reuse_vision", None)
+            with reuse() if reuse is not None else nullcontext(None) as memo:
+                for k in order:
+                    cell, ids = cells[k], done[k]
+                    keep = [i for i, d in enumerate(batch) if d.doc_id not in ids]
+                    if not keep:
+                        continue
+                    sub = [batch[i] for i in keep]
+                    reqs = [requests[i] for i in keep]
+                    extra = [extras[i] for i in keep]
+                    inputs = shared if len(keep) == len(batch) else None  # a resumed cell
+                    window_kernels_used(reset=True)
+                    use = cell.interv.vision_use()
+                    cell.check()
+                    with cell.interv.attach(adapter) as resolved:
+                        cell.check()  # the files it read named this cell's log
+                        with memo.using(use) if memo is not None else nullcontext():
+                            t1 = time.perf_counter()
+                            if inputs is None:
+                                gens = adapter.generate(reqs)
+                            else:
+                                gens = adapter.generate(reqs, inputs=inputs)
+                            batch_ms = (time.perf_counter() - t1) * 1000.0
+                    cell.add_resolved(resolved)
+                    cell.kernels.update(window_kernels_used(reset=True))
+                    log_generations(
+                        task,
+                        sub,
+                        reqs,
+                        gens,
+                        batch_ms,
+                        cell.log,
+                        ctx,
+                        spec.predict_only,
+                        inputs_ms,
+                        extra,
+                    )
+                    cell.counters["generated"] += len(sub)
+                    lines[k].update(len(sub))
+                    bar.update(len(sub))
+    finally:
+        bar.close()
+        for line in lines:
+            line.close()
+
+
+def _takes_inputs(adapter: Any) -> bool:
+    """Whether ``adapter`` builds shared inputs and its ``generate`` takes them.
+
+    An adapter that overrides ``generate(requests)`` alone builds its own inputs, as before.
+    """
+    import inspect
+
+    if getattr(adapter, "shared_inputs", None) is None:
+        return False
+    try:
+        return "inputs" in inspect.signature(adapter.generate).parameters
+    except (TypeError, ValueError):
+        return False
