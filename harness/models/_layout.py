@@ -16,9 +16,10 @@ token-local tracing by ``tests/integration/test_evidence_conformance.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import Box, BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
 from harness.models.hf import overlapping
@@ -37,6 +38,7 @@ __all__ = [
     "bilinear_sources",
     "patch_spans",
     "select_tokens",
+    "tube_inside",
 ]
 
 FRAME = 1 << 20
@@ -204,6 +206,32 @@ class Layout:
         return mine[overlapping(self.rects[mine], box, (width, height))]
 
 
+def tube_inside(boxes: dict[int, Box], size_of: Callable[[int], Any]) -> dict[int, Box]:
+    """The frames of a tube whose box overlaps its frame; the others are dropped.
+
+    A tube box that lies wholly outside its frame (an annotation drawn past the frame edge)
+    says nothing about that frame, as VidSTG's loader also reads it (``tasks/vidstg/data.py``
+    refuses only a tube with no box inside its frame): the frame is left out of Ω(V*) and the
+    other frames still count.
+
+    Args:
+        boxes: ``{frame position: Box}`` of the tube.
+        size_of: ``frame position → (width, height)`` of that frame, or None when the request
+            does not show it (the frame is kept: the caller reports it).
+
+    Raises:
+        EvidenceError: every box lies wholly outside its frame.
+    """
+    kept = {}
+    for frame, box in boxes.items():
+        size = size_of(frame)
+        if size is None or box.clip(*size) is not None:
+            kept[frame] = box
+    if boxes and not kept:
+        raise EvidenceError(f"every box of the tube lies wholly outside its frame ({boxes})")
+    return kept
+
+
 def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.ndarray:
     """Indices (into ``layout``) of the visual tokens covering ``evidence``.
 
@@ -219,7 +247,8 @@ def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.nd
     if isinstance(evidence, BoxEvidence):
         parts.append(layout.covering(evidence.image_index, evidence.box))
     elif isinstance(evidence, TubeEvidence):
-        for frame, box in evidence.boxes.items():
+        inside = tube_inside(evidence.boxes, lambda f: layout.sizes.get(FRAME + f))
+        for frame, box in inside.items():
             parts.append(layout.covering(FRAME + frame, box))
     elif isinstance(evidence, PageEvidence):
         for page in evidence.pages:

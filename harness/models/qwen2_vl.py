@@ -32,7 +32,7 @@ from harness.api.payloads import (
 )
 from harness.api.registry import model_family
 from harness.models import qwen_resize
-from harness.models._layout import View, patch_spans
+from harness.models._layout import View, patch_spans, tube_inside
 from harness.models.hf import HFAdapter, instruction_positions, overlapping, positions_of
 
 __all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
@@ -221,10 +221,11 @@ class QwenVLAdapter(HFAdapter):
         per_group = gh * gw // merge**2
         if gt * per_group != len(video_pos):
             raise RuntimeError(f"{len(video_pos)} video tokens but the grid gives {gt * per_group}")
-        out: set[int] = set()
-        for frame, box in tube.boxes.items():
+        for frame in tube.boxes:
             if not 0 <= frame < len(video.frames):
                 raise EvidenceError(f"frame {frame} outside the {len(video.frames)} frames")
+        out: set[int] = set()
+        for frame, box in tube_inside(tube.boxes, lambda f: video.frames[f].size).items():
             group = video_pos[(frame // tps) * per_group : (frame // tps + 1) * per_group]
             cells = box_cells(
                 box, video.frames[frame].size, (gw * patch, gh * patch), patch * merge

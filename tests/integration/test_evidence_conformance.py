@@ -175,6 +175,28 @@ def test_video_tube_equals_trace(family, n_frames, frame):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_a_tube_box_wholly_outside_one_frame_drops_that_frame(family):
+    """Issue 29: one frame's box past the frame edge failed the whole tube (EvidenceError).
+
+    The frame whose box lies outside is left out (as VidSTG's loader reads such a tube); the
+    other frame still counts, equal to the trace of its box alone; with no box inside any
+    frame the tube is refused.
+    """
+    ad = adapter(family)
+    size, box, outside = (320, 240), Box(101, 37, 229, 150), Box(330, 10, 400, 60)
+    frames, indices = [black(size) for _ in range(4)], (0, 4, 8, 12)
+    blank = Request("What moves?", video=Video(tuple(frames), indices, fps=8.0))
+    lit_frames = list(frames)
+    lit_frames[1] = draw_box(frames[1], box)
+    lit = Request("What moves?", video=Video(tuple(lit_frames), indices, fps=8.0))
+    assert_equal_to_trace(ad, [blank], [lit], [TubeEvidence({1: box, 2: outside})])
+    alone = set(ad.token_spans(blank, TubeEvidence({1: box})).evidence)
+    assert set(ad.token_spans(blank, TubeEvidence({1: box, 2: outside})).evidence) == alone
+    with pytest.raises(EvidenceError, match="every box of the tube lies wholly outside"):
+        ad.token_spans(blank, TubeEvidence({2: outside, 3: outside}))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_rows_of_a_left_padded_batch_equal_trace(family):
     ad = adapter(family)
     rows = [
