@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "BENCH_KINDS",
     "BENCH_VERSION",
@@ -44,7 +46,7 @@ LEGACY_KINDS = ("hybrid", "ram")
 _PREFIX = "headscope.bench_"
 
 
-class BenchFormatError(ValueError):
+class BenchFormatError(UsageError):
     """A bench document that does not follow its schema."""
 
 

@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "DIAGNOSTICS_SCHEMA",
     "DIAGNOSTICS_VERSION",
@@ -53,7 +55,7 @@ LAYER_FIELDS = ("erank_in", "erank_out", "dS", "dD", "RID", "TME_in", "TME_out",
 _ALIASES = {"eRank_in": "erank_in", "eRank_out": "erank_out"}
 
 
-class DiagnosticsFormatError(ValueError):
+class DiagnosticsFormatError(UsageError):
     """A diagnose document that does not follow its schema."""
 
 

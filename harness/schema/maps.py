@@ -69,6 +69,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "MAPS_FORMAT",
     "MAPS_VERSION",
@@ -99,7 +101,7 @@ _ARRAYS = {"attn": np.float16, "rects": np.float32, "media": np.int16}
 _ARRAYS.update({"evidence": np.bool_, "positions": np.int32})
 
 
-class MapsFormatError(ValueError):
+class MapsFormatError(UsageError):
     """A maps file (in memory or on disk) that does not follow the format."""
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.api.errors import UsageError
+
 __all__ = [
     "METRICS",
     "PROFILE_FORMAT",
@@ -49,7 +51,7 @@ METRICS = (
 _STATS = ("value", "ci_low", "ci_high", "bias")
 
 
-class ProfileFormatError(ValueError):
+class ProfileFormatError(UsageError):
     """A profile document that does not follow its schema."""
 
 
