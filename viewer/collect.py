@@ -68,7 +68,21 @@ def collect(paths: Sequence[str | Path], n_boot: int = 1000) -> SiteData:
         by_task.setdefault(line.first.entry.task, []).append(line)
     data.tasks = [task_samples(t, by_task[t], models) for t in sorted(by_task)]
     data.heads = ranking_views(sources.rankings, data.warnings)
+    _mark_logged(data)
     return data
+
+
+def _mark_logged(data: SiteData) -> None:
+    """Flag each saved map's sample ``logged`` when its task's sample table holds it.
+
+    A ranking's samples need not be among the accuracy run's (``headscope rank`` alone, or
+    another split); only logged ones link to a sample page.
+    """
+    ids = {ts.task: {str(s["id"]) for s in ts.table["samples"]} for ts in data.tasks}
+    for view in data.heads:
+        for task, entry in view["tasks"].items():
+            for sample in (entry["maps"] or {}).get("samples", []):
+                sample["logged"] = str(sample["doc_id"]) in ids.get(task, set())
 
 
 def table_view(table: Any) -> dict[str, Any]:

@@ -125,6 +125,7 @@ def test_heads_and_maps_data(job, data):
             assert len(weights) == int(finite.sum())
             attn = saved.attn[k].astype(np.float64)
             assert page["off"][k] == pytest.approx(attn[~finite].sum() / attn.sum(), rel=1e-3)
+        assert page["logged"]  # the fixture's maps are on its first logged samples
         for m, ref in zip(page["media"], saved.media):
             assert Path(m["file"]) == job / "rank" / ref.path and Path(m["file"]).is_file()
 
@@ -198,3 +199,26 @@ def test_view_command(job, tmp_path):
     refused = view(job, tmp_path, "--no-figures")
     assert refused.returncode == 2
     assert "2 inputs and no --output (hint: give the site's folder: --output OUT" in refused.stderr
+
+
+def test_package_data_ships_every_template_and_asset():
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")  # Python ≥ 3.11
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = config["package-data"]["viewer"]
+    files = [
+        p.relative_to(ROOT / "viewer").as_posix()
+        for p in (ROOT / "viewer").rglob("*")
+        if p.is_file() and p.suffix in (".js", ".css", ".jinja")
+    ]
+    assert len(files) >= 12
+    assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+
+
+def test_maps_of_samples_without_logs_are_not_linked(job):
+    data = collect([job / "rank"], n_boot=20)  # a ranking (and its maps) without any run
+    assert data.tasks == [] and data.runs == []
+    samples = data.heads[0]["tasks"]["refcocog_mini"]["maps"]["samples"]
+    assert samples and not any(s["logged"] for s in samples)
