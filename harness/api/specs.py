@@ -362,7 +362,7 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
     except RunFileError as exc:
         raise SpecError(f"run file {str(path)!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
-        raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from None
+        raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from exc
     if not isinstance(data, dict):
         raise SpecError(f"run file {path.name}: expected a mapping at the top level")
     return data

@@ -36,7 +36,7 @@ def load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
         raise BadDataError(
             f"task {tspec.name!r}: documents failed to load ({type(exc).__name__}: {exc}); "
             "check the task's data files and arguments"
-        ) from None
+        ) from exc  # --debug shows where it came from
     ids = [d.doc_id for d in docs]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -75,4 +75,4 @@ def check_interventions(interventions: list[tuple[Any, Any]], adapter: Any) -> N
             with interv.attach(adapter):
                 pass
         except (ValueError, OSError, KeyError) as exc:
-            raise InterventionError(f"intervention {ispec.label!r}: {exc}") from None
+            raise InterventionError(f"intervention {ispec.label!r}: {exc}") from exc
