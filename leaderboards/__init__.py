@@ -35,7 +35,8 @@ from leaderboards.diagnostics import (
     diagnostics_table,
     parse_diagnostics,
 )
-from leaderboards.formatting import DECIMALS, FORMATS, Column, Table, format_value, render
+from leaderboards.formatting import DECIMALS, FORMATS, Column, Table, format_value
+from leaderboards.render import render
 from leaderboards.settings import MergeError
 from leaderboards.sources import Sources, load_sources
 from leaderboards.spearman import spearman_table, universal_table

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from harness.api.errors import UsageError
 from harness.api.helpformat import add_logging_arguments, add_output_argument
-from leaderboards.formatting import FORMATS, LEADERBOARD_SCHEMA, Table, render, to_markdown
+from leaderboards.formatting import FORMATS, LEADERBOARD_SCHEMA, Table, to_markdown
+from leaderboards.render import render
 from leaderboards.settings import MergeError
 from leaderboards.sources import OWN_FILES, Sources, classify, load_sources
 

@@ -19,16 +19,15 @@ Terminal, Markdown, LaTeX and CSV apply the rule; JSON keeps the raw full-precis
 values (``null`` when missing), since it is the machine-readable form. Machine-only
 columns (full paths, raw identities) appear in CSV and JSON only.
 
-tabulate writes the terminal, Markdown and LaTeX tables; this module adds only what it
-cannot do: the rounding rule, ``|`` and HTML (``<``, ``>``, ``&``: shown as text, never
-rendered) inside Markdown cells, the LaTeX float (caption, label, notes), and non-ASCII text
-as LaTeX macros (pylatexenc), so the tables compile with pdflatex.
+tabulate writes the terminal and Markdown tables; this module adds only what it cannot do:
+the rounding rule and ``|`` and HTML (``<``, ``>``, ``&``: shown as text, never rendered)
+inside Markdown cells. The LaTeX form (floats that fit a page, non-ASCII text as macros) is
+:mod:`leaderboards.latex`.
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import html
 import io
 import json
@@ -44,13 +43,11 @@ __all__ = [
     "Table",
     "format_value",
     "decimal_diff",
-    "render",
     "to_terminal",
     "to_markdown",
     "to_csv",
     "to_json",
-    "to_latex",
-    "latex_escape",
+    "cells",
 ]
 
 #: Decimal places of every real number shown (the rounding rule above).
@@ -153,9 +150,10 @@ def decimal_diff(a: float, b: float) -> float:
     return float(_WIDE.subtract(Decimal(repr(float(a))), Decimal(repr(float(b)))))
 
 
-def _cells(
+def cells(
     table: Table, missing: str = _MISSING, columns: tuple[Column, ...] | None = None
 ) -> list[list[str]]:
+    """Each row's displayed text per column (the rounding rule; ``missing`` for no value)."""
     cols = table.shown if columns is None else columns
     return [[format_value(row.get(c.key), c.kind, missing) for c in cols] for row in table.rows]
 
@@ -173,7 +171,7 @@ def to_terminal(table: Table) -> str:
     from tabulate import tabulate
 
     body = tabulate(
-        _cells(table),
+        cells(table),
         headers=[c.label for c in table.shown],
         tablefmt="simple",
         disable_numparse=True,
@@ -196,7 +194,7 @@ def to_markdown(table: Table, heading_level: int = 2) -> str:
     from tabulate import tabulate
 
     body = tabulate(
-        [[_md_escape(x) for x in row] for row in _cells(table)],
+        [[_md_escape(x) for x in row] for row in cells(table)],
         headers=[_md_escape(c.label) for c in table.shown],
         tablefmt="pipe",
         disable_numparse=True,
@@ -216,7 +214,7 @@ def to_csv(table: Table) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.key for c in table.columns])
-    writer.writerows(_cells(table, missing="", columns=table.columns))
+    writer.writerows(cells(table, missing="", columns=table.columns))
     return buf.getvalue()
 
 
@@ -241,78 +239,3 @@ def to_json(table: Table) -> str:
         "notes": list(table.notes),
     }
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-@functools.cache
-def _unicode_encoder() -> Any:
-    from pylatexenc.latexencode import UnicodeToLatexEncoder
-
-    return UnicodeToLatexEncoder(
-        non_ascii_only=True,
-        replacement_latex_protection="braces-almost-all",
-        unknown_char_policy="unihex",  # e.g. CJK: written as <U+4E2D>, never a compile error
-        unknown_char_warning=False,
-    )
-
-
-def _latex_unicode(text: str) -> str:
-    """Non-ASCII characters as LaTeX macros (pylatexenc), so the tables compile with pdflatex."""
-    return _unicode_encoder().unicode_to_latex(text)
-
-
-def latex_escape(text: str) -> str:
-    """Text as LaTeX: tabulate's rules for the ASCII specials, pylatexenc for non-ASCII."""
-    from tabulate import LATEX_ESCAPE_RULES
-
-    return _latex_unicode("".join(LATEX_ESCAPE_RULES.get(ch, ch) for ch in str(text)))
-
-
-def to_latex(table: Table) -> str:
-    """A ``table`` float around tabulate's ``booktabs`` tabular (needs the booktabs package).
-
-    tabulate writes the tabular and escapes the ASCII specials of every cell; this adds what
-    it cannot: the float with caption, label and notes, and LaTeX for non-ASCII text (Δ, ρ,
-    −, → ...), which pdflatex refuses as raw Unicode.
-    """
-    from tabulate import tabulate
-
-    spec = "".join("r" if _numeric(c) else "l" for c in table.shown)
-    label = "tab:" + "".join(ch if ch.isalnum() else "-" for ch in table.name)
-    tabular = tabulate(
-        _cells(table),
-        headers=[c.label for c in table.shown],
-        tablefmt="latex_booktabs",
-        disable_numparse=True,
-        colalign=_align(table),
-    )
-    # The first line opens the tabular; tabulate leaves its column spec empty without rows.
-    rest = tabular.split("\n", 1)[1]
-    lines = [
-        r"\begin{table}[ht]",
-        r"\centering",
-        r"\caption{" + latex_escape(table.title) + "}",
-        r"\label{" + label + "}",
-        r"\begin{tabular}{" + spec + "}",
-        _latex_unicode(rest),
-    ]
-    if table.notes:
-        notes = " ".join(latex_escape(n) for n in table.notes)
-        lines.append(r"\par\smallskip{\footnotesize " + notes + "}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
-
-
-_RENDERERS = {
-    "md": to_markdown,
-    "csv": to_csv,
-    "json": to_json,
-    "latex": to_latex,
-    "terminal": to_terminal,
-}
-
-
-def render(table: Table, fmt: str) -> str:
-    """Render ``table`` in one of :data:`FORMATS`."""
-    if fmt not in _RENDERERS:
-        raise ValueError(f"unknown format {fmt!r}; choose from {sorted(_RENDERERS)}")
-    return _RENDERERS[fmt](table)

@@ -53,12 +53,22 @@ class MergeError(UsageError):
     """Inputs that cannot be merged (conflicting duplicates, unknown files)."""
 
 
+#: Top-level settings keys that are records, not settings: the CPU threads and OpenMP wait
+#: policy a ranking or diagnosis ran with (they change its speed, not its numbers).
+_RECORDS = ("environment",)
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts → ``{"a.b": scalar}``; lists become compact JSON text."""
+    """Nested dicts → ``{"a.b": scalar}``; lists become compact JSON text.
+
+    At the top level, the records of :data:`_RECORDS` are left out.
+    """
     if not isinstance(data, dict):
         return {prefix: _scalar(data)} if prefix else {}
     out: dict[str, Any] = {}
     for key in sorted(data, key=str):
+        if not prefix and key in _RECORDS:
+            continue
         name = f"{prefix}.{key}" if prefix else str(key)
         value = data[key]
         if isinstance(value, dict) and value:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["HelpFormatter", "VERBOSITY", "add_output_argument", "add_logging_arguments"]
+__all__ = [
+    "HelpFormatter",
+    "VERBOSITY",
+    "add_output_argument",
+    "add_logging_arguments",
+    "add_threads_argument",
+]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -69,4 +75,16 @@ def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="repeatable: import every *.py file of DIR first, so the tasks, model families "
         "and interventions it registers can be named (docs/plugins.md)",
+    )
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``: torch's CPU threads (``harness.api.threads``)."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch CPU threads (default: torch's, one per core; idle threads wait passively "
+        "unless OMP_WAIT_POLICY is set); recorded in the output files",
     )

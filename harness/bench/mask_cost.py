@@ -16,6 +16,8 @@ import json
 import time
 from typing import Any
 
+from harness.api.helpformat import add_threads_argument
+from harness.api.threads import apply_threads
 from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
@@ -102,6 +104,7 @@ def run_mask_cost(
         "dtype": dtype,
         "device": device,
         "seed": seed,
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -143,8 +146,10 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--seed", type=int, default=0, help="weights, inputs and lengths seed")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
     refuse_missing_device(parser, args.device)
+    apply_threads(args.threads)
     if not 1 <= args.min_length <= args.max_length or args.samples < 1:
         parser.error("need 1 ≤ --min-length ≤ --max-length and --samples ≥ 1")
     row = run_mask_cost(

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
+from harness.api.helpformat import add_threads_argument
+from harness.api.threads import apply_threads
 from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
@@ -189,6 +191,53 @@ def _build(family: str, config: Any, dtype: Any, device: str) -> Any:
     return use_dispatch(model.to(device).eval())
 
 
+def weight_bytes(name: str, dtype: str, shrink: bool = False) -> int:
+    """Bytes of ``name``'s weights in ``dtype``, counted on the meta device (nothing allocated)."""
+    import torch
+    import transformers as tf
+
+    family, _ = load_config_dict(name, shrink)
+    config = build_config(name, shrink)
+    with torch.device("meta"):
+        model = getattr(tf, _CLASSES[family][1])._from_config(config, dtype=getattr(torch, dtype))
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def _available_bytes(device: str) -> int | None:
+    """Free memory of ``device``: available RAM (cpu) or free GPU memory (cuda); None: unknown."""
+    import os
+
+    if device == "cpu":
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            return None
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return int(free)
+
+
+def memory_problem(names: list[str], dtype: str, device: str, shrink: bool) -> str | None:
+    """Why the largest of ``names`` cannot be built on ``device``, or None.
+
+    Refused when its weights alone exceed the free memory; they are counted without
+    allocating them (:func:`weight_bytes`).
+    """
+    available = _available_bytes(device)
+    if available is None:
+        return None
+    need = {n: weight_bytes(n, dtype, shrink) for n in names}
+    name = max(need, key=need.__getitem__)
+    if need[name] <= available:
+        return None
+    gib = 1024**3
+    return (
+        f"{name} in {dtype} needs {need[name] / gib:.1f} GiB for its weights alone, and "
+        f"{device} has {available / gib:.1f} GiB free"
+    )
+
+
 def _vision_tower(model: Any) -> Any:
     inner = getattr(model, "model", model)
     for name in ("visual", "vision_tower"):
@@ -300,6 +349,7 @@ def run_ttft(
         decoder_bound=round(flop_speedup_bound(geo, tokens, window, kept / geo.num_heads), 3),
         window_kernels=used, keep=keep, heads_kept_per_layer=kept, window=window, sinks=sinks,
         window_kernel=kernel, dtype=dtype, device=device, repeats=repeats, seed=seed,
+        threads=torch.get_num_threads(),
         decoder={"layers": geo.num_layers, "heads": geo.num_heads, "kv_heads": geo.num_kv_heads,
                  "head_dim": geo.head_dim, "hidden": geo.hidden_size},
     )  # fmt: skip
@@ -339,6 +389,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         "--device", default="cuda", help="cuda[:i] (real sizes) or cpu (with --shrink)"
     )
     parser.add_argument("--seed", type=int, default=0, help="weights and video seed")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
     names = [m for m in args.model.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
@@ -347,6 +398,17 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     if args.frames < 2 or args.frame_size < 32:
         parser.error("need --frames ≥ 2 and --frame-size ≥ 32")
     refuse_missing_device(parser, args.device)
+    apply_threads(args.threads)
+    if args.device == "cpu" and not args.shrink:
+        parser.exit(
+            2,
+            f"{parser.prog}: error: --device cpu needs --shrink: the full-size models have "
+            "billions of random parameters (8-15 GiB of weights in bfloat16) and a video "
+            "prefill on top; --shrink runs the same path on tiny towers\n",
+        )
+    problem = memory_problem(names, args.dtype, args.device, args.shrink)
+    if problem is not None:
+        parser.exit(2, f"{parser.prog}: error: {problem}; run one model at a time or --shrink\n")
     for name in names:
         row = run_ttft(
             name, frames=args.frames, frame_size=args.frame_size, shrink=args.shrink,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.api.helpformat import add_logging_arguments, add_output_argument
+from harness.api.helpformat import (
+    add_logging_arguments,
+    add_output_argument,
+    add_threads_argument,
+)
 from harness.cli._args import limit_value
 
 __all__ = ["add_common_arguments", "model_spec_from_args", "task_specs_from_args", "load_model"]
@@ -40,6 +44,7 @@ def add_common_arguments(
         "--limit", type=limit_value, default=None, help="samples per task: a count or a fraction"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed (bootstrap, generation)")
+    add_threads_argument(parser)
     add_output_argument(parser, default_output, "output directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")

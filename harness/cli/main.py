@@ -169,6 +169,9 @@ def _report_usage_error(prog: str, exc: UsageError, debug: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``headscope`` console script (returns the exit code)."""
+    from harness.api.threads import prepare_environment
+
+    prepare_environment()  # OpenMP's wait policy: read once, when torch loads
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _take_debug(argv)
     parser = build_parser()

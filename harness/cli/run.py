@@ -17,7 +17,11 @@ import argparse
 import time
 from typing import Any
 
-from harness.api.helpformat import add_logging_arguments, add_output_argument
+from harness.api.helpformat import (
+    add_logging_arguments,
+    add_output_argument,
+    add_threads_argument,
+)
 from harness.cli._args import SCORING_HELP, limit_value
 
 __all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
@@ -106,6 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "recorded in results.json",
     )
     ev.add_argument("--seed", type=int, default=None, help="seed of random draws and sampling")
+    add_threads_argument(ev)
     ev.add_argument("--scoring", default=None, metavar="MODE", help=SCORING_HELP)
     ev.add_argument(
         "--predict-only",
@@ -148,7 +153,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def setup(args: argparse.Namespace) -> None:
-    """Apply ``--verbosity`` and ``--include_path`` (before any name is looked up)."""
+    """Apply ``--verbosity``, ``--threads`` and ``--include_path`` (before names are looked up)."""
     import logging
 
     from harness.api.progress import quiet_library_bars
@@ -157,6 +162,10 @@ def setup(args: argparse.Namespace) -> None:
     if level:
         logging.getLogger("headscope").setLevel(level)
     quiet_library_bars()  # HF's weight-loading bar too, when not drawing bars
+    if getattr(args, "threads", None) is not None:
+        from harness.api.threads import apply_threads
+
+        apply_threads(args.threads)
     for directory in getattr(args, "include_path", None) or ():
         from harness.api.registry import include_path
 

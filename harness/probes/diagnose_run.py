@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.api.task import SampleError, build_task
+from harness.api.threads import record
 from harness.probes.diagnose import (
     EROPE_METHOD,
     FIELDS,
@@ -210,6 +211,7 @@ def run_diagnose(
         "states": "inside each decoder layer: block input, post-attention, block output",
         "baseline_layers": baseline_layers,
         "tasks": task_info,
+        "environment": record(),  # CPU threads: a record, not a setting (leaderboards skip it)
     }
     docs = build_documents(model, settings, results, key_region_summary(samples, threshold))
     out = Path(output)

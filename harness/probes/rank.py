@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from harness.api.errors import UsageError
 from harness.api.payloads import EvidenceError
 from harness.api.task import BadDataError, BadDoc, SampleError, TaskLoadError, build_task
+from harness.api.threads import record
 from harness.probes.record import ProbeError, prepare_single, record_masses
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ def build_ranking(
         "dispatch": "headscope",
         "probe": PROBE_NOTE,
         "n_boot": n_boot,
+        "environment": record(),  # CPU threads: a record, not a setting (leaderboards skip it)
     }
     if request is not None:
         settings["request"] = _plain(request)

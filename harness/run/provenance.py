@@ -59,9 +59,9 @@ def _environment(adapter: Any) -> dict[str, Any]:
             device = None
     env["device"] = device
     if env["torch"]:
-        import torch
+        from harness.api.threads import record
 
-        env["threads"] = torch.get_num_threads()
+        env.update(record())  # CPU threads and OpenMP wait policy (speed, not numbers)
     return env
 
 

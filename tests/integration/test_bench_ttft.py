@@ -92,3 +92,27 @@ def test_ttft_cli_prints_one_tagged_document_per_model(capsys):
     doc = BenchDocument.from_dict(json.loads(line))
     assert doc.kind == "ttft" and not doc.legacy
     assert [r["model"] for r in doc.rows] == ["qwen2_5_vl_7b"]
+    assert doc.rows[0]["threads"] == torch.get_num_threads()
+
+
+def test_ttft_refuses_full_size_models_on_cpu_in_one_line(capsys):
+    from harness.cli import main as cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "ttft", "--device", "cpu", "--frames", "4"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--device cpu needs --shrink" in err
+
+
+def test_ttft_memory_check_counts_the_weights_without_allocating(monkeypatch):
+    import harness.bench.ttft as ttft
+
+    # Qwen2.5-VL-7B: 8.29 B parameters (7.6 B text + 0.67 B vision) → 2 bytes each in bfloat16.
+    size = ttft.weight_bytes("qwen2_5_vl_7b", "bfloat16")
+    assert 8.0e9 < size / 2 < 8.5e9
+    monkeypatch.setattr(ttft, "_available_bytes", lambda device: size - 1)
+    problem = ttft.memory_problem(["qwen3_vl_4b", "qwen2_5_vl_7b"], "bfloat16", "cuda", False)
+    assert problem.startswith("qwen2_5_vl_7b in bfloat16 needs 15.4 GiB")
+    monkeypatch.setattr(ttft, "_available_bytes", lambda device: size)
+    assert ttft.memory_problem(["qwen2_5_vl_7b"], "bfloat16", "cuda", False) is None

@@ -14,13 +14,13 @@ from leaderboards.formatting import (
     Table,
     decimal_diff,
     format_value,
-    render,
     to_csv,
     to_json,
-    to_latex,
     to_markdown,
     to_terminal,
 )
+from leaderboards.latex import to_latex
+from leaderboards.render import render
 
 # (raw value, column kind, expected text): the rule of leaderboards/formatting.py.
 ROUNDING_CASES = [
