@@ -160,7 +160,7 @@ class Registry(Generic[T]):
             for ep in entry_points(group=self.entry_points):
                 try:
                     ep.load()
-                except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not hidden
+                except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - named
                     dist = getattr(getattr(ep, "dist", None), "name", "?")
                     raise RegistryError(
                         f"plugin {ep.name!r} = {ep.value!r} (package {dist}, entry-point group "
@@ -226,24 +226,31 @@ def include_path(directory: str | Path) -> list[str]:
     """Import every ``*.py`` file of ``directory`` (not ``_*.py``), so that it registers.
 
     The files use the same decorators (``@task``, ``@model_family``, ``@intervention``).
-    ``directory`` joins ``sys.path`` first, so the files may import their neighbours.
-    Importing the same directory again does nothing.
+    ``directory`` joins the end of ``sys.path``, so the files may import their neighbours; a
+    file or package folder named like a module Python or headscope imports (``yaml.py``,
+    ``tasks.py``) is refused (:mod:`harness.api.plugins`). Importing the same directory again
+    does nothing.
 
     Returns:
         The names of the modules imported.
 
     Raises:
-        RegistryError: ``directory`` is not a directory, holds no Python file, or a file
-            fails to import (the message names the file).
+        RegistryError: ``directory`` is not a directory, holds no Python file, holds an
+            entry that would shadow a module, or a file fails to import or stops the program
+            while imported (the message names the file).
     """
+    from harness.api.plugins import exec_plugin, shadowing
+
     folder = Path(directory).expanduser().resolve()
     if not folder.is_dir():
         raise RegistryError(f"--include_path {str(directory)!r} is not a directory")
     files = sorted(f for f in folder.glob("*.py") if not f.name.startswith("_"))
     if not files:
         raise RegistryError(f"--include_path {str(directory)!r} holds no Python (*.py) file")
+    if clashes := shadowing(folder, files):
+        raise RegistryError(f"--include_path {str(directory)!r}: {'; '.join(clashes)}")
     if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+        sys.path.append(str(folder))
     for registry in (TASKS, MODEL_FAMILIES, INTERVENTIONS):
         registry.discover()  # built-ins first: a clash then names the user's file
     tag = hashlib.sha1(str(folder).encode()).hexdigest()[:8]
@@ -257,7 +264,7 @@ def include_path(directory: str | Path) -> list[str]:
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            stopped = exec_plugin(module, spec, file)
         except Exception as exc:
             del sys.modules[name]
             if isinstance(exc, RegistryError):
@@ -265,6 +272,9 @@ def include_path(directory: str | Path) -> list[str]:
             raise RegistryError(
                 f"--include_path file {str(file)!r} failed to import: {type(exc).__name__}: {exc}"
             ) from exc
+        if stopped:
+            del sys.modules[name]
+            raise RegistryError(stopped)
     return names
 
 

@@ -112,3 +112,46 @@ def test_a_plugin_name_clashing_with_a_builtin_is_refused(tmp_path):
     proc = headscope("list", "tasks", "--include_path", str(folder))
     assert proc.returncode == 2
     assert "duplicate task name 'pope'" in proc.stderr and "clash.py" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "argv"),
+    [
+        ("tasks.py", ["list", "tasks"]),
+        ("yaml.py", ["run", "--config", "{run}", "--output", "{out}"]),
+        ("tasks/__init__.py", ["list", "tasks"]),
+    ],
+)
+def test_a_plugin_cannot_shadow_a_module_headscope_imports(tmp_path, entry, argv):
+    """Before: DIR went first on sys.path, so DIR/tasks.py replaced the built-in tasks and
+    DIR/yaml.py replaced PyYAML (a traceback when the run file was read)."""
+    folder = tmp_path / "plugins"
+    (folder / entry).parent.mkdir(parents=True, exist_ok=True)
+    (folder / entry).write_text("SHADOW = True\n")
+    (folder / "headscope_shout.py").write_text(doc_files()["headscope_shout.py"])
+    run = tmp_path / "run.yaml"
+    run.write_text("tasks: [pope_mini]\ninterventions: [none]\n")
+    args = [a.format(run=run, out=tmp_path / "out") for a in argv]
+    proc = headscope(*args, "--include_path", str(folder))
+    name = entry.split("/")[0]
+    assert proc.returncode == 2, proc.stderr
+    assert f"{name!r} is named like the module {name.removesuffix('.py')!r}" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "what"),
+    [
+        ("import sys\nsys.exit(3)\n", "called sys.exit(3) while imported"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt while imported"),
+    ],
+)
+def test_a_plugin_that_stops_the_program_at_import_is_named(tmp_path, body, what):
+    """Before: sys.exit(3) ended headscope with code 3 and no word; KeyboardInterrupt printed
+    "interrupted; rerun the same command to resume" as if the user had pressed Ctrl-C."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "stopper.py").write_text(body)
+    proc = headscope("list", "tasks", "--include_path", str(folder))
+    assert proc.returncode == 2, proc.stderr
+    assert "stopper.py" in proc.stderr and what in proc.stderr
