@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes.record import ProbeError
     from harness.run.outdir import OutputLock, check_writable
 
+    if not 0 < args.energy <= 1:
+        raise UsageError(f"--energy must be in (0, 1], got {args.energy}", hint="e.g. 0.99")
     tspecs = task_specs_from_args(args)
     if args.scoring is not None:
         from dataclasses import replace

@@ -43,17 +43,31 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from harness.api.errors import UsageError
     from harness.api.task import build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
     from harness.run.outdir import OutputLock, check_rank_dir
 
+    if args.n_boot < 1:
+        raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")
+    if args.top_k < 0 or (args.top_k >= 1 and args.top_k != int(args.top_k)):
+        raise UsageError(
+            f"--top-k must be a whole count or a fraction in (0, 1), got {args.top_k}",
+            hint="e.g. --top-k 30 or --top-k 0.05",
+        )
     tspecs = task_specs_from_args(args)
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
         build_task(spec.name, spec.args)
     check_rank_dir(Path(args.output))  # a grid run's or main job's directory is refused
     adapter = load_model(args)
+    geometry = getattr(adapter, "geometry", None)  # None: a stand-in without one (tests)
+    if geometry is not None:  # more heads than the model has: refused before probing
+        try:
+            geometry.count(args.top_k)
+        except UsageError as exc:
+            raise UsageError(f"--top-k: {exc}") from None
     try:
         with OutputLock(args.output, "rank output directory"):  # one rank per directory
             report = run_rank(

@@ -121,6 +121,12 @@ CASES = [
     ("rank-output-is-file", lambda tmp: (tmp / "o").write_text("x") and
      ["rank", "--tasks", "refcocog_mini", "--limit", "1"], "is a file"),
     ("rank-limit-zero", _flags("rank", "--tasks", "refcocog_mini", "--limit", "0"), "limit"),
+    ("rank-top-k-fraction", _flags("rank", "--tasks", "refcocog_mini", "--top-k", "2.5"), "2.5"),
+    ("rank-top-k-too-many", _flags("rank", "--tasks", "refcocog_mini", "--top-k", "999"),
+     "--top-k: k=999 exceeds the model's"),
+    ("rank-n-boot-zero", _flags("rank", "--tasks", "refcocog_mini", "--n-boot", "0"), "n-boot"),
+    ("diagnose-energy", _flags("diagnose", "--tasks", "refcocog_mini", "--energy", "2"),
+     "--energy must be in (0, 1]"),
 ]  # fmt: skip
 
 
