@@ -158,9 +158,13 @@ def directions(runs: Sequence[Run]) -> dict[tuple[str, str], bool]:
 
 
 def metric_names(cell: Cell, all_metrics: bool) -> list[str]:
-    """Declared metrics of the cell's task (CI companions excluded); the first unless all."""
+    """The cell's metrics (CI companions excluded); the first unless all.
+
+    Declared metrics come first, in their order; metrics the entry holds without a
+    definition follow (tables label them ``no definition``).
+    """
     defs = [d.name for d in cell.run.results.metric_defs.get(cell.entry.task, [])]
-    names = defs or [m.name for m in cell.entry.metrics]
+    names = defs + [m.name for m in cell.entry.metrics if m.name not in defs]
     names = [n for n in names if not n.endswith(CI_SUFFIXES)]
     return names if all_metrics else names[:1]
 

@@ -118,7 +118,10 @@ def to_run_results(doc: dict[str, Any], where: str) -> tuple[Any, list[str]]:
         if not metrics:
             skipped.append(name)
             continue
-        defs[task] = [MetricDefRecord(m.name, m.higher_is_better) for m in TASKS.get(task).metrics]
+        defs[task] = [
+            MetricDefRecord(m.name, m.higher_is_better, bounds=m.bounds and list(m.bounds))
+            for m in TASKS.get(task).metrics
+        ]
         entries.append(
             ResultEntry(
                 task=task,

@@ -21,6 +21,7 @@ from harness.api.payloads import Box, Evidence, Generation, Request
 
 __all__ = [
     "MetricDef",
+    "UNIT_INTERVAL",
     "MetricValue",
     "ScoringContext",
     "Task",
@@ -74,11 +75,20 @@ class MetricDef:
         name: Metric name as reported (e.g. "accuracy", "anls").
         higher_is_better: Direction for leaderboards.
         description: One line for docs and tables.
+        bounds: ``(low, high)``, the values the metric can take (inclusive; ``None`` for an
+            open side), e.g. :data:`UNIT_INTERVAL` for a share, rate, recall or mean IoU;
+            ``None`` when not declared. Recorded in the results; a value outside is refused
+            where results are read (:mod:`harness.schema.results`).
     """
 
     name: str
     higher_is_better: bool = True
     description: str = ""
+    bounds: tuple[float | None, float | None] | None = None
+
+
+#: The bounds of a share, rate, recall, F1 or mean IoU.
+UNIT_INTERVAL = (0.0, 1.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,7 +205,8 @@ def _run(
     for i, (tspec, task) in enumerate(tasks):
         docs = docs_of[id(task)]
         metric_defs[tspec.name] = [
-            MetricDefRecord(m.name, m.higher_is_better, m.description) for m in task.metrics
+            MetricDefRecord(m.name, m.higher_is_better, m.description, m.bounds and list(m.bounds))
+            for m in task.metrics
         ]
         cells = []
         for j, (ispec, interv) in enumerate(interventions):

@@ -115,11 +115,16 @@ def _json_default(obj: Any) -> Any:
 
 @dataclass(frozen=True)
 class MetricDefRecord:
-    """A metric definition as stored in results (direction declared once)."""
+    """A metric definition as stored in results (direction declared once).
+
+    ``bounds`` is the task's declared ``[low, high]`` (:class:`harness.api.task.MetricDef`;
+    ``None`` for an open side); results whose values lie outside are refused on reading.
+    """
 
     name: str
     higher_is_better: bool
     description: str = ""
+    bounds: list[float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +253,7 @@ class RunResults:
                 for j, m in enumerate(_list(raw.get("metrics"), f"{at}: metrics"))
             ]
             entries.append(_record(ResultEntry, raw, at))
+            _check_numbers(entries[-1], defs.get(entries[-1].task, []), at)
         fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         fields.update(metric_defs=defs, entries=entries)
         return _record(cls, fields, where)
@@ -258,6 +264,27 @@ class RunResults:
             if d.name == metric:
                 return d.higher_is_better
         raise KeyError(f"no metric definition for {task}/{metric}")
+
+
+def _check_numbers(entry: ResultEntry, defs: list[MetricDefRecord], at: str) -> None:
+    """Counts ≥ 0, stderrs ≥ 0, and every value inside its metric's declared bounds."""
+    for name in ("n_samples", "n_skipped"):
+        if getattr(entry, name) < 0:
+            raise ResultsError(f"{at}: {name} is {getattr(entry, name)}, a count cannot be < 0")
+    bounds = {d.name: d.bounds for d in defs if d.bounds is not None}
+    for m in entry.metrics:
+        if m.n < 0:
+            raise ResultsError(f"{at}: metric {m.name!r} has n = {m.n}; a count cannot be < 0")
+        if m.stderr is not None and m.stderr < 0:
+            raise ResultsError(f"{at}: metric {m.name!r} has stderr {m.stderr} < 0")
+        low, high = (list(bounds.get(m.name) or ()) + [None, None])[:2]
+        if m.value is not None and (
+            (low is not None and m.value < low) or (high is not None and m.value > high)
+        ):
+            shown = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+            raise ResultsError(
+                f"{at}: metric {m.name!r} is {m.value}, outside its declared range {shown}"
+            )
 
 
 def _list(value: Any, where: str) -> list[Any]:

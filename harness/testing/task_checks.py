@@ -35,7 +35,23 @@ def _metric_problems(name: str, metrics: object) -> list[str]:
             problems.append(f"{name}: metric {metric.name!r}: higher_is_better is not a bool")
         if not metric.description.strip():
             problems.append(f"{name}: metric {metric.name!r} has no description")
+        if not _bounds_ok(metric.bounds):
+            problems.append(
+                f"{name}: metric {metric.name!r}: bounds {metric.bounds!r} is not None or "
+                "(low, high) with low ≤ high (either side None)"
+            )
     return problems
+
+
+def _bounds_ok(bounds: object) -> bool:
+    if bounds is None:
+        return True
+    if not isinstance(bounds, tuple) or len(bounds) != 2:
+        return False
+    number = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
+    if not all(v is None or number(v) for v in bounds):
+        return False
+    return None in bounds or bounds[0] <= bounds[1]
 
 
 def _mode_problems(name: str) -> list[str]:

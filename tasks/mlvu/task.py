@@ -46,7 +46,7 @@ from typing import Any
 
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode
-from harness.api.task import MetricDef, MetricValue, SampleError
+from harness.api.task import UNIT_INTERVAL, MetricDef, MetricValue, SampleError
 from tasks.common.choice_rules import mlvu_letter
 from tasks.common.loading import DataFiles, normalize_text, parse_list, require, row_id
 from tasks.common.video import LETTERS, VideoChoiceTask, accuracy, group_accuracy
@@ -162,9 +162,17 @@ class MLVU(VideoChoiceTask):
     """
 
     metrics = (
-        MetricDef("m_avg", True, "macro accuracy over the multiple-choice types present"),
-        MetricDef("accuracy", True, "accuracy over all questions"),
-        *(MetricDef(f"accuracy_{t}", True, f"accuracy on {t} questions") for t in MC_TYPES),
+        MetricDef(
+            "m_avg",
+            True,
+            "macro accuracy over the multiple-choice types present",
+            bounds=UNIT_INTERVAL,
+        ),
+        MetricDef("accuracy", True, "accuracy over all questions", bounds=UNIT_INTERVAL),
+        *(
+            MetricDef(f"accuracy_{t}", True, f"accuracy on {t} questions", bounds=UNIT_INTERVAL)
+            for t in MC_TYPES
+        ),
     )
     default_split = "test"
     video_what = "MLVU video"

@@ -52,6 +52,7 @@ from harness.api.payloads import Box, Generation, PageEvidence, Request
 from harness.api.registry import task
 from harness.api.scoring import check_scoring
 from harness.api.task import (
+    UNIT_INTERVAL,
     MetricDef,
     MetricValue,
     SampleError,
@@ -74,23 +75,37 @@ from tasks.mmdocir.official import (
 __all__ = ["DocIRSample", "MMDocIR", "parse_pages", "parse_regions", "recall_at"]
 
 KS = (1, 3, 5)
-PAGE_METRICS = tuple(MetricDef(f"recall@{k}", True, f"gold pages in the first {k}") for k in KS)
+PAGE_METRICS = tuple(
+    MetricDef(f"recall@{k}", True, f"gold pages in the first {k}", bounds=UNIT_INTERVAL) for k in KS
+)
 LAYOUT_METRICS = tuple(
-    MetricDef(f"layout_recall@{k}", True, f"gold layouts hit by the first {k} regions") for k in KS
+    MetricDef(
+        f"layout_recall@{k}",
+        True,
+        f"gold layouts hit by the first {k} regions",
+        bounds=UNIT_INTERVAL,
+    )
+    for k in KS
 )
 
 
-def _with_macro(name: str, ks: tuple[int, ...], what: str) -> tuple[MetricDef, ...]:
+def _with_macro(
+    name: str, ks: tuple[int, ...], what: str, bounds: tuple[float | None, float | None]
+) -> tuple[MetricDef, ...]:
     """``name@k`` for each k (``what`` formatted with k), then each one's ten-domain macro."""
-    micro = tuple(MetricDef(f"{name}@{k}", True, what.format(k=k)) for k in ks)
+    micro = tuple(MetricDef(f"{name}@{k}", True, what.format(k=k), bounds=bounds) for k in ks)
     return micro + tuple(
-        MetricDef(f"{m.name}_macro", True, f"{m.name} averaged over the ten domains") for m in micro
+        MetricDef(f"{m.name}_macro", True, f"{m.name} averaged over the ten domains", bounds=bounds)
+        for m in micro
     )
 
 
-OFFICIAL_PAGE_METRICS = _with_macro("recall", PAGE_KS, "gold pages in the first {k} named")
+OFFICIAL_PAGE_METRICS = _with_macro(
+    "recall", PAGE_KS, "gold pages in the first {k} named", UNIT_INTERVAL
+)
+# metric_eval.recall_layout sums overlaps: overlapping retrieved regions can pass 1.
 OFFICIAL_LAYOUT_METRICS = _with_macro(
-    "layout_recall", LAYOUT_KS, "gold layout area covered by the first {k} regions"
+    "layout_recall", LAYOUT_KS, "gold layout area covered by the first {k} regions", (0.0, None)
 )
 ANNOTATIONS, PAGES = "MMDocIR_annotations.jsonl", "MMDocIR_pages.parquet"
 

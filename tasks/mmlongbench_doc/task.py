@@ -46,6 +46,7 @@ from harness.api.payloads import Generation, PageEvidence, Request
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode, check_scoring
 from harness.api.task import (
+    UNIT_INTERVAL,
     MetricDef,
     MetricValue,
     SampleError,
@@ -123,8 +124,10 @@ class MMLongBenchDoc(RowSource, Task):
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
-        MetricDef("accuracy", True, "mean rule-based answer score"),
-        MetricDef("f1", True, "F1 of answerable-recall and answered-precision"),
+        MetricDef("accuracy", True, "mean rule-based answer score", bounds=UNIT_INTERVAL),
+        MetricDef(
+            "f1", True, "F1 of answerable-recall and answered-precision", bounds=UNIT_INTERVAL
+        ),
     )
     default_split: ClassVar[str] = "train"
     grounded: ClassVar[bool] = True

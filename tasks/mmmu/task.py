@@ -42,7 +42,7 @@ from harness.api.errors import UsageError
 from harness.api.payloads import Generation, Request
 from harness.api.registry import task
 from harness.api.scoring import FALLBACK_RULE, ScoringMode, check_scoring, seeded_letter
-from harness.api.task import MetricDef, SampleError, ScoringContext, Task
+from harness.api.task import UNIT_INTERVAL, MetricDef, SampleError, ScoringContext, Task
 from tasks.common.choice_rules import lenient_letter, mmmu_letter
 from tasks.common.loading import (
     DataFiles,
@@ -124,8 +124,13 @@ class MMMU(RowSource, Task):
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
-        MetricDef("accuracy", True, "share of correct answers"),
-        MetricDef("fallback_rate", False, "share of MC answers settled by the seeded random pick"),
+        MetricDef("accuracy", True, "share of correct answers", bounds=UNIT_INTERVAL),
+        MetricDef(
+            "fallback_rate",
+            False,
+            "share of MC answers settled by the seeded random pick",
+            bounds=UNIT_INTERVAL,
+        ),
     )
     default_split: ClassVar[str] = "validation"
 

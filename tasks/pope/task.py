@@ -41,6 +41,7 @@ from harness.api.payloads import Generation, Request
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode, check_scoring
 from harness.api.task import (
+    UNIT_INTERVAL,
     MetricDef,
     MetricValue,
     SampleError,
@@ -106,12 +107,22 @@ class Pope(RowSource, Task):
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
-        MetricDef("accuracy", True, "share of correct yes/no answers"),
-        MetricDef("precision", True, "TP / (TP + FP), positive class yes"),
-        MetricDef("recall", True, "TP / (TP + FN), positive class yes"),
-        MetricDef("f1", True, "harmonic mean of precision and recall"),
-        MetricDef("yes_ratio", False, "share of yes answers (0.5 ideal on balanced POPE)"),
-        MetricDef("unparsed_rate", False, "share of answers saying neither yes nor no"),
+        MetricDef("accuracy", True, "share of correct yes/no answers", bounds=UNIT_INTERVAL),
+        MetricDef("precision", True, "TP / (TP + FP), positive class yes", bounds=UNIT_INTERVAL),
+        MetricDef("recall", True, "TP / (TP + FN), positive class yes", bounds=UNIT_INTERVAL),
+        MetricDef("f1", True, "harmonic mean of precision and recall", bounds=UNIT_INTERVAL),
+        MetricDef(
+            "yes_ratio",
+            False,
+            "share of yes answers (0.5 ideal on balanced POPE)",
+            bounds=UNIT_INTERVAL,
+        ),
+        MetricDef(
+            "unparsed_rate",
+            False,
+            "share of answers saying neither yes nor no",
+            bounds=UNIT_INTERVAL,
+        ),
     )
     default_split: ClassVar[str] = "test"
 

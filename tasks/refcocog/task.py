@@ -44,7 +44,7 @@ from harness.api.model import box_numbers
 from harness.api.payloads import Box, BoxEvidence, EvidenceError, Generation, Request
 from harness.api.registry import task
 from harness.api.scoring import check_scoring
-from harness.api.task import MetricDef, SampleError, ScoringContext, Task
+from harness.api.task import UNIT_INTERVAL, MetricDef, SampleError, ScoringContext, Task
 from tasks.common.loading import (
     DataFiles,
     RowImage,
@@ -157,13 +157,20 @@ class RefCOCOg(RowSource, Task):
     """
 
     metrics: ClassVar[tuple[MetricDef, ...]] = (
-        MetricDef("acc@0.5", True, "share of predicted boxes with IoU ≥ 0.5"),
-        MetricDef("miou", True, "mean IoU (0 for unparseable answers)"),
-        MetricDef("acc@0.3", True, "share with IoU ≥ 0.3"),
-        MetricDef("acc@0.7", True, "share with IoU ≥ 0.7"),
-        MetricDef("center_acc", True, "share whose centre lies in the gold box"),
-        MetricDef("parse_rate", True, "share of answers holding a box"),
-        MetricDef("swapped_rate", False, "share of boxes written with x1 > x2 or y1 > y2"),
+        MetricDef("acc@0.5", True, "share of predicted boxes with IoU ≥ 0.5", bounds=UNIT_INTERVAL),
+        MetricDef("miou", True, "mean IoU (0 for unparseable answers)", bounds=UNIT_INTERVAL),
+        MetricDef("acc@0.3", True, "share with IoU ≥ 0.3", bounds=UNIT_INTERVAL),
+        MetricDef("acc@0.7", True, "share with IoU ≥ 0.7", bounds=UNIT_INTERVAL),
+        MetricDef(
+            "center_acc", True, "share whose centre lies in the gold box", bounds=UNIT_INTERVAL
+        ),
+        MetricDef("parse_rate", True, "share of answers holding a box", bounds=UNIT_INTERVAL),
+        MetricDef(
+            "swapped_rate",
+            False,
+            "share of boxes written with x1 > x2 or y1 > y2",
+            bounds=UNIT_INTERVAL,
+        ),
     )
     default_split: ClassVar[str] = "val"
     grounded: ClassVar[bool] = True

@@ -42,7 +42,7 @@ from typing import Any, Literal
 from harness.api.errors import UsageError
 from harness.api.registry import task
 from harness.api.scoring import ScoringMode
-from harness.api.task import MetricDef, MetricValue, SampleError, mean_stderr
+from harness.api.task import UNIT_INTERVAL, MetricDef, MetricValue, SampleError, mean_stderr
 from tasks.common.choice_rules import videomme_letter
 from tasks.common.loading import DataFiles, parse_list, require, row_id
 from tasks.common.video import VideoChoiceTask, accuracy, group_accuracy
@@ -136,10 +136,20 @@ class VideoMME(VideoChoiceTask):
     """
 
     metrics = (
-        MetricDef("accuracy", True, "accuracy (official: over answered questions)"),
-        *(MetricDef(f"accuracy_{d}", True, f"accuracy on {d} videos") for d in DURATIONS),
-        MetricDef("accuracy_all", True, "accuracy over all questions (no letter = wrong)"),
-        MetricDef("answered_rate", True, "share of replies with a letter"),
+        MetricDef(
+            "accuracy", True, "accuracy (official: over answered questions)", bounds=UNIT_INTERVAL
+        ),
+        *(
+            MetricDef(f"accuracy_{d}", True, f"accuracy on {d} videos", bounds=UNIT_INTERVAL)
+            for d in DURATIONS
+        ),
+        MetricDef(
+            "accuracy_all",
+            True,
+            "accuracy over all questions (no letter = wrong)",
+            bounds=UNIT_INTERVAL,
+        ),
+        MetricDef("answered_rate", True, "share of replies with a letter", bounds=UNIT_INTERVAL),
     )
     default_split = "test"
     video_what = "Video-MME video"

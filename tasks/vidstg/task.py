@@ -60,6 +60,7 @@ from harness.api.payloads import EvidenceError, Generation, Request, TubeEvidenc
 from harness.api.registry import task
 from harness.api.scoring import check_scoring
 from harness.api.task import (
+    UNIT_INTERVAL,
     MetricDef,
     MetricValue,
     SampleError,
@@ -87,12 +88,30 @@ def _metric_defs() -> tuple[MetricDef, ...]:
     for suffix in ("", *(f"_{t}" for t in SENTENCE_TYPES)):
         who = f" ({suffix[1:]} sentences)" if suffix else ""
         out += [
-            MetricDef(f"m_tIoU{suffix}", True, f"mean temporal IoU over shown frames{who}"),
-            MetricDef(f"m_vIoU{suffix}", True, f"mean spatio-temporal IoU{who}"),
-            MetricDef(f"vIoU@0.3{suffix}", True, f"fraction with vIoU > 0.3{who}"),
-            MetricDef(f"vIoU@0.5{suffix}", True, f"fraction with vIoU > 0.5{who}"),
+            MetricDef(
+                f"m_tIoU{suffix}",
+                True,
+                f"mean temporal IoU over shown frames{who}",
+                bounds=UNIT_INTERVAL,
+            ),
+            MetricDef(
+                f"m_vIoU{suffix}", True, f"mean spatio-temporal IoU{who}", bounds=UNIT_INTERVAL
+            ),
+            MetricDef(
+                f"vIoU@0.3{suffix}", True, f"fraction with vIoU > 0.3{who}", bounds=UNIT_INTERVAL
+            ),
+            MetricDef(
+                f"vIoU@0.5{suffix}", True, f"fraction with vIoU > 0.5{who}", bounds=UNIT_INTERVAL
+            ),
         ]
-    out.append(MetricDef("evaluable", True, "fraction of sentences with a shown frame in the span"))
+    out.append(
+        MetricDef(
+            "evaluable",
+            True,
+            "fraction of sentences with a shown frame in the span",
+            bounds=UNIT_INTERVAL,
+        )
+    )
     return tuple(out)
 
 

@@ -47,7 +47,7 @@ def test_the_contract_check_finds_what_a_task_lacks():
     from harness.api.task import MetricDef, Task
 
     class NoModes(Task):
-        metrics = (MetricDef("exact", True, ""),)
+        metrics = (MetricDef("exact", True, ""), MetricDef("rate", True, "x", bounds=(1.0, 0.0)))
 
         def __init__(self, *, scoring: str = "lenient") -> None:
             self.scoring = scoring
@@ -56,6 +56,7 @@ def test_the_contract_check_finds_what_a_task_lacks():
         problems = task_problems("contract_probe")
     assert any("no docstring" in p for p in problems)
     assert any("has no description" in p for p in problems)
+    assert any("'rate': bounds (1.0, 0.0)" in p for p in problems)
     assert any("default scoring is None" in p for p in problems)
     assert any("an unknown scoring mode is accepted" in p for p in problems)
 
