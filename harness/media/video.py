@@ -9,9 +9,11 @@ into ``n`` equal segments and the frame at the centre of each is taken,
 ``start + floor((2i + 1) · L / (2n))`` for ``i = 0 … n−1``. When ``n ≥ L`` every frame of the
 span is returned once (no duplicated frames), so a clip can have fewer than ``n`` frames.
 
-Decoding seeks (to the keyframe before a wanted frame) only when the next wanted frame is more
-than ``seek_gap`` frames ahead, and otherwise decodes straight on; ``seek_gap=None`` is the
-reference path that decodes every frame from the start. Both give identical frames (tested).
+Decoding seeks (to the keyframe at or before a wanted frame) only when the next wanted frame
+is more than ``seek_gap`` frames ahead and that keyframe lies past the current frame (keyframes
+are read from packet headers first, nothing decoded), and otherwise decodes straight on: a seek
+never goes back over frames already decoded. ``seek_gap=None`` is the reference path that
+decodes every frame from the start. Both give identical frames (tested).
 Frame indices come from presentation timestamps: ``round((pts − start_time) · time_base · fps)``.
 
 Where the frames must be the ones a model's own Hugging Face processor would pick (the lmms-eval
@@ -109,21 +111,50 @@ def _seek(container: Any, stream: Any, frame: int, fps: float, start_pts: int) -
     container.seek(ts, stream=stream, backward=True, any_frame=False)
 
 
+def _keyframes(container: Any, stream: Any, fps: float, start_pts: int) -> list[int]:
+    """Frame indices of the stream's keyframes, read from packet headers (nothing decoded)."""
+    keys = []
+    for packet in container.demux(stream):
+        if packet.is_keyframe and packet.pts is not None:
+            keys.append(int(round(float((packet.pts - start_pts) * stream.time_base) * fps)))
+    container.seek(0)
+    return sorted(keys)
+
+
 def _decode(
-    container: Any, stream: Any, wanted: Sequence[int], fps: float, seek_gap: int | None
+    container: Any,
+    stream: Any,
+    wanted: Sequence[int],
+    fps: float,
+    seek_gap: int | None,
+    stats: dict[str, int] | None = None,
 ) -> dict[int, Any]:
-    """Decode the frames at source indices ``wanted`` (sorted) into PIL images."""
+    """Decode the frames at source indices ``wanted`` (sorted) into PIL images.
+
+    A seek is made only when it moves forward: the next wanted frame is more than
+    ``seek_gap`` frames ahead *and* a keyframe lies after the current frame and at or before
+    it (the seek lands there). Otherwise decoding goes straight on: a seek back to the
+    keyframe before the current frame would decode frames a second time. ``stats`` (tests)
+    receives the counts of decoded frames and seeks.
+    """
+    import bisect
+
     start_pts = stream.start_time or 0
     if fps <= 0:
         seek_gap = None  # no way to turn a frame index into a timestamp
+    keys = _keyframes(container, stream, fps, start_pts) if seek_gap is not None else []
+    stats = {} if stats is None else stats
+    stats.update(decoded=0, seeks=0)
     got: dict[int, Any] = {}
     i = 0  # next wanted frame
     seek_to = 0 if seek_gap is None else wanted[0]
     while i < len(wanted):
         _seek(container, stream, seek_to, fps, start_pts)
+        stats["seeks"] += seek_to != 0
         restart: int | None = None
         last = -1
         for count, frame in enumerate(container.decode(stream)):
+            stats["decoded"] += 1
             idx = _index_of(frame, stream, fps, start_pts) if fps > 0 else None
             if idx is None:
                 if seek_to != 0:  # no timestamps after a seek: redo from the start
@@ -142,8 +173,10 @@ def _decode(
                 break
             # Never seek twice for one target: the seek may land before it (on a keyframe).
             if seek_gap is not None and wanted[i] != seek_to and wanted[i] - idx > seek_gap:
-                restart = wanted[i]
-                break
+                landing = bisect.bisect_right(keys, wanted[i]) - 1  # keyframe ≤ the target
+                if landing >= 0 and keys[landing] > idx:  # forward, past the current frame
+                    restart = wanted[i]
+                    break
         else:
             if i < len(wanted):
                 raise SampleError(f"video ended at frame {last} before frame {wanted[i]}")

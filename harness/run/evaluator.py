@@ -149,8 +149,9 @@ def run_grid(
             if rank == 0:
                 check_run_dir(out, run_identity(spec), SPEC_FILE, legacy=spec.identity())
             docs_of = {id(task): load_docs(task, tspec) for tspec, task in tasks}
+            ready = {}  # preflight's first documents, reused by the grid (not read twice)
             for tspec, task in tasks:
-                check_first_request(task, docs_of[id(task)], tspec)
+                ready[id(task)] = check_first_request(task, docs_of[id(task)], tspec)
             if lock is not None:
                 lock.acquire()
                 if lock.stale:
@@ -173,7 +174,9 @@ def run_grid(
             write_json_atomic(out / SPEC_FILE, run_identity(spec))
         started = True
         dist.barrier()
-        return _run(spec, tasks, docs_of, interventions, adapter, out, (rank, world), order)
+        if order == "cell":  # the reference reads every document in every cell
+            ready = {}
+        return _run(spec, tasks, docs_of, ready, interventions, adapter, out, (rank, world), order)
     finally:
         if lock is not None:
             lock.release(remove_if_unused=not started)
@@ -183,6 +186,7 @@ def _run(
     spec: RunSpec,
     tasks: list[tuple[TaskSpec, Task]],
     docs_of: dict[int, list[Any]],
+    ready: dict[int, dict[Any, Any]],
     interventions: list[tuple[Any, Any]],
     adapter: Any,
     out: Path,
@@ -217,7 +221,7 @@ def _run(
             for cell in cells:
                 run_cell(task, docs, cell, adapter, spec, f"{tspec.name} × {cell.label}", shard)
         else:
-            run_task(task, docs, cells, adapter, spec, shard, tspec.name)
+            run_task(task, docs, cells, adapter, spec, shard, tspec.name, ready.pop(id(task), {}))
         for (ispec, _), cell in zip(interventions, cells, strict=True):
             entry = _entry(tspec, task, ispec, cell, docs, adapter, spec, before, out, shard)
             if entry is not None:

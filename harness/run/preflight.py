@@ -44,21 +44,25 @@ def load_docs(task: Task, tspec: TaskSpec) -> list[Any]:
     return docs
 
 
-def check_first_request(task: Task, docs: list[Any], tspec: TaskSpec) -> None:
+def check_first_request(task: Task, docs: list[Any], tspec: TaskSpec) -> dict[Any, Any]:
     """Build the first document's request (reads its media) before anything is written.
 
     A wrong media root (``image_root``, ``video_root``, ``doc_dir``) or unreadable media
     fails every document alike; finding it here leaves no run directory behind. Only the
     first document is read, so a bad one further on is still found when its turn comes.
     Skipped under ``--skip-bad-docs`` (that run counts such documents instead).
+
+    Returns:
+        ``{doc_id: request}`` of the document read (empty when skipped), so the grid does not
+        read and decode it a second time.
     """
     if task.collect_bad_rows:
-        return
+        return {}
     first = next((d for d in docs if not isinstance(d, BadDoc)), None)
     if first is None:
-        return
+        return {}
     try:
-        task.request(first)
+        return {first.doc_id: task.request(first)}
     except (SampleError, OSError) as exc:
         raise BadDataError(
             f"task {tspec.name!r}: doc {first.doc_id!r}, the first document: {exc}; {FIX}"

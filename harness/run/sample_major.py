@@ -160,6 +160,7 @@ def run_task(
     spec: Any,
     shard: tuple[int, int],
     name: str,
+    ready: dict[Any, Any] | None = None,
 ) -> None:
     """Evaluate every cell of one task, batch by batch (see the module docstring).
 
@@ -171,6 +172,7 @@ def run_task(
         spec: The run spec (batch size, seed, ``skip_bad_docs``, ``predict_only``).
         shard: ``(rank, world_size)``.
         name: The task's name (progress line).
+        ready: Requests already built (preflight's first document), by doc id; used once.
     """
     from harness.api.progress import Progress
     from harness.attention.dispatch import window_kernels_used
@@ -200,7 +202,8 @@ def run_task(
                 try:
                     if isinstance(doc, BadDoc):
                         raise SampleError(doc.reason)
-                    requests.append(task.request(doc))
+                    made = ready.pop(doc.doc_id, None) if ready else None
+                    requests.append(made if made is not None else task.request(doc))
                     batch.append(doc)
                 except SampleError as exc:
                     if not spec.skip_bad_docs:

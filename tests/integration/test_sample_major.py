@@ -267,3 +267,34 @@ def test_memo_reuses_only_the_same_call():
             next(base.vision_tower.parameters()).mul_(1.0)
         assert encode(pixels) is not b
     assert "get_image_features" not in vars(base)  # the instance is left as it was
+
+
+@pytest.mark.parametrize("order", ["sample", "cell"])
+def test_each_document_is_read_once_per_run(toy, tmp_path, monkeypatch, order):
+    """Sample-major builds every request once, preflight's first document included."""
+    from collections import Counter
+
+    from harness.api.registry import TASKS
+
+    cls = TASKS.get("pope_mini")
+    real, calls = cls.request, Counter()
+
+    def counting(self, doc):
+        calls[doc.doc_id] += 1
+        return real(self, doc)
+
+    monkeypatch.setattr(cls, "request", counting)
+    spec = RunSpec(
+        tasks=(TaskSpec("pope_mini", args={"n": 5}),),
+        interventions=tuple(parse_intervention(i) for i in GRID[:2]),
+        output=str(tmp_path / "run"),
+        batch_size=2,
+        gen_kwargs={"max_new_tokens": 2},
+    )
+    run_grid(spec, toy, order=order)
+    assert len(calls) == 5
+    first = next(iter(calls))  # preflight reads it before the grid starts
+    if order == "sample":
+        assert set(calls.values()) == {1}
+    else:  # the reference: every cell reads every document, preflight the first once more
+        assert calls == Counter({d: 2 for d in calls}) + Counter({first: 1})
