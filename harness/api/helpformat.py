@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 __all__ = [
     "HelpFormatter",
+    "OneLineParser",
     "VERBOSITY",
     "add_output_argument",
     "add_logging_arguments",
     "add_threads_argument",
 ]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line, ``PROG: error: ... (see PROG --help)``, exit 2.
+
+    No usage dump: the line names the flag at fault, and ``--help`` lists them all.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one-line error and exit with code 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

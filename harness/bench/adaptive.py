@@ -30,9 +30,13 @@ from typing import Any
 from harness.bench.kit import (
     bench_parser,
     fake_attention,
+    fraction,
     full_heads,
     interleaved,
     kept_heads,
+    length_list,
+    nonnegative_int,
+    positive_int,
     timed,
 )
 from harness.schema.bench import bench_document
@@ -160,13 +164,13 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser = bench_parser("adaptive", description or __doc__)
     add = parser.add_argument
     add("--geometry", default="default", choices=sorted(GEOMETRIES), help="decoder geometry")
-    add("--lengths", default="32768", help="prefill lengths, comma-separated")
-    add("--keep", type=float, default=0.1, help="fraction of heads kept full per layer")
-    add("--window", type=int, default=512, help="window W of the other heads")
-    add("--rows", type=int, default=8, help="query rows of the routing estimate")
+    add("--lengths", type=length_list, default="32768", help="prefill lengths, comma-separated")
+    add("--keep", type=fraction, default=0.1, help="fraction of heads kept full per layer")
+    add("--window", type=positive_int, default=512, help="window W of the other heads")
+    add("--rows", type=positive_int, default=8, help="query rows of the routing estimate")
     add("--visual-fraction", type=float, default=0.5, help="share of visual tokens, in (0, 1)")
-    add("--repeats", type=int, default=3, help="timed repetitions (variants interleaved)")
-    add("--dense-repeats", type=int, default=1, help="timed dense runs; 0 skips dense")
+    add("--repeats", type=positive_int, default=3, help="timed repetitions (variants interleaved)")
+    add("--dense-repeats", type=nonnegative_int, default=1, help="timed dense runs; 0 skips dense")
     add("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     add("--seed", type=int, default=0, help="inputs seed")
     add(
@@ -178,7 +182,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     if not 0.0 < args.visual_fraction < 1.0:
         parser.error("--visual-fraction must lie in (0, 1)")
     rows = run_bench(
-        geometry=args.geometry, lengths=tuple(int(x) for x in args.lengths.split(",") if x),
+        geometry=args.geometry, lengths=args.lengths,
         keep=args.keep, window=args.window, rows=args.rows,
         visual_fraction=args.visual_fraction, repeats=args.repeats,
         dense_repeats=args.dense_repeats, threads=args.threads, seed=args.seed,

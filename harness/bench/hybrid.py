@@ -26,10 +26,14 @@ from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
     fake_attention,
+    fraction,
     hybrid_plan,
     interleaved,
     kept_heads,
     kernel_scope,
+    length_list,
+    nonnegative_int,
+    positive_int,
     refuse_missing_device,
     timed,
 )
@@ -241,13 +245,19 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser = bench_parser("hybrid", description or __doc__)
     parser.add_argument("--geometry", "--preset", dest="geometry", default="default",
                         choices=sorted(GEOMETRIES), help="decoder layer geometry")  # fmt: skip
-    parser.add_argument("--layers", type=int, default=2, help="decoder layers (scope layer)")
-    parser.add_argument("--lengths", default="8192,16384", help="comma-separated")
-    parser.add_argument("--keep", type=float, default=0.1, help="fraction of heads kept full")
-    parser.add_argument("--window", type=int, default=512, help="window of the other heads")
-    parser.add_argument("--sinks", type=int, default=0, help="attention-sink tokens")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed runs per variant")
+    parser.add_argument(
+        "--layers", type=positive_int, default=2, help="decoder layers (scope layer)"
+    )
+    parser.add_argument("--lengths", type=length_list, default="8192,16384", help="comma-separated")
+    parser.add_argument("--keep", type=fraction, default=0.1, help="fraction of heads kept full")
+    parser.add_argument(
+        "--window", type=positive_int, default=512, help="window of the other heads"
+    )
+    parser.add_argument("--sinks", type=nonnegative_int, default=0, help="attention-sink tokens")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed repetitions")
+    parser.add_argument(
+        "--warmup", type=nonnegative_int, default=1, help="untimed runs per variant"
+    )
     parser.add_argument("--scope", choices=("attention", "layer"), default="layer",
                         help="one layer's attention function, or the whole forward")  # fmt: skip
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
@@ -267,7 +277,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     refuse_missing_device(parser, args.device)
     rows = run_bench(
         geometry=args.geometry, layers=args.layers,
-        lengths=tuple(int(x) for x in args.lengths.split(",") if x),
+        lengths=args.lengths,
         keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
         scope=args.scope, dtype=args.dtype, device=args.device, threads=args.threads,
         seed=args.seed, warmup=args.warmup, kernel=args.kernel,

@@ -3,7 +3,9 @@
 Every bench module builds on these public pieces; none imports another bench module's
 private names. Light at import: torch and the attention package load inside the functions.
 
-- command line: :func:`bench_parser`, :func:`add_kernel_argument`, :func:`refuse_missing_device`;
+- command line: :func:`bench_parser`, :func:`add_kernel_argument`, :func:`refuse_missing_device`,
+  and the flag types :func:`positive_int`, :func:`nonnegative_int`, :func:`fraction`,
+  :func:`length_list` (a bad value is the parser's one-line error, exit code 2);
 - plans: :func:`kept_heads`, :func:`full_heads`, :func:`hybrid_plan`, :func:`fake_attention`;
 - timing: :func:`sync`, :func:`timed`, :func:`interleaved`, :func:`kernel_scope`.
 """
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from harness.api.helpformat import HelpFormatter
+from harness.api.helpformat import HelpFormatter, OneLineParser
 
 __all__ = [
     "KERNEL_CHOICES",
@@ -29,6 +31,10 @@ __all__ = [
     "interleaved",
     "kept_heads",
     "kernel_scope",
+    "length_list",
+    "nonnegative_int",
+    "positive_int",
+    "fraction",
     "refuse_missing_device",
     "sync",
     "timed",
@@ -40,11 +46,52 @@ KERNEL_CHOICES = ("auto", "chunked", "reference", "flex", "flex_eager")
 
 def bench_parser(name: str, description: str) -> argparse.ArgumentParser:
     """The parser of ``headscope bench NAME``; ``description`` (prose) is printed as written."""
-    return argparse.ArgumentParser(
+    return OneLineParser(
         prog=f"headscope bench {name}",
         description=description,
         formatter_class=HelpFormatter,
     )
+
+
+def _int(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{what}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """Flag type: an integer ≥ 1."""
+    return _int(text, 1, "must be ≥ 1")
+
+
+def nonnegative_int(text: str) -> int:
+    """Flag type: an integer ≥ 0."""
+    return _int(text, 0, "must be ≥ 0")
+
+
+def fraction(text: str) -> float:
+    """Flag type: a number in [0, 1] (a fraction of heads)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
+    return value
+
+
+def length_list(text: str) -> tuple[int, ...]:
+    """Flag type: comma-separated sequence lengths, each ≥ 1 (e.g. ``8192,16384``)."""
+    values = tuple(
+        _int(x.strip(), 1, "each length must be ≥ 1") for x in text.split(",") if x.strip()
+    )
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one length, e.g. 8192")
+    return values
 
 
 def add_kernel_argument(parser: argparse.ArgumentParser) -> None:

@@ -21,9 +21,11 @@ from harness.api.threads import apply_threads
 from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
+    fraction,
     hybrid_plan,
     kept_heads,
     kernel_scope,
+    positive_int,
     refuse_missing_device,
     sync,
 )
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         choices=sorted(GEOMETRIES),
         help="decoder layer geometry (as bench hybrid)",
     )
-    parser.add_argument("--layers", type=int, default=2, help="decoder layers built")
+    parser.add_argument("--layers", type=positive_int, default=2, help="decoder layers built")
     parser.add_argument(
         "--samples", type=int, default=20, help="prefills timed (one per drawn length)"
     )
@@ -134,9 +136,11 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         help="longest sample (tokens; also the warm-up length)",
     )
     parser.add_argument(
-        "--keep", type=float, default=0.05, help="fraction of heads kept full per layer"
+        "--keep", type=fraction, default=0.05, help="fraction of heads kept full per layer"
     )
-    parser.add_argument("--window", type=int, default=1024, help="window W of the other heads")
+    parser.add_argument(
+        "--window", type=positive_int, default=1024, help="window W of the other heads"
+    )
     add_kernel_argument(parser)
     parser.add_argument(
         "--dtype",

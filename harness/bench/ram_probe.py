@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
-from harness.bench.kit import bench_parser, refuse_missing_device
+from harness.bench.kit import bench_parser, length_list, positive_int, refuse_missing_device
 from harness.bench.ram_probe_worker import MARK
 from harness.schema.bench import bench_document
 
@@ -156,15 +156,21 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     p = bench_parser("ram", description or __doc__)
     p.add_argument("--geometry", "--preset", dest="preset", choices=sorted(PRESETS),
                    default="default", help="decoder geometry preset (of bench hybrid)")  # fmt: skip
-    p.add_argument("--layers", type=int, default=2, help="decoder layers built (default 2)")
-    p.add_argument("--lengths", default="8192", help="comma-separated sequence lengths")
+    p.add_argument(
+        "--layers", type=positive_int, default=2, help="decoder layers built (default 2)"
+    )
+    p.add_argument(
+        "--lengths", type=length_list, default="8192", help="comma-separated sequence lengths"
+    )
     p.add_argument("--query-tokens", type=int, default=32,
                    help="query rows (the last tokens) whose mass is measured")  # fmt: skip
     p.add_argument("--evidence-tokens", type=int, default=256,
                    help="evidence columns (a block at length // 4)")  # fmt: skip
     p.add_argument("--max-eager-gb", type=float, default=16.0,
                    help="skip eager above this estimated attention memory (GiB)")  # fmt: skip
-    p.add_argument("--repeats", type=int, default=1, help="timed forwards; the fastest counts")
+    p.add_argument(
+        "--repeats", type=positive_int, default=1, help="timed forwards; the fastest counts"
+    )
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="weights and activations dtype")  # fmt: skip
     p.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     refuse_missing_device(p, args.device)
     doc = run_bench(
         preset=args.preset, layers=args.layers,
-        lengths=tuple(int(x) for x in args.lengths.split(",") if x.strip()),
+        lengths=args.lengths,
         query_tokens=args.query_tokens, evidence_tokens=args.evidence_tokens,
         max_eager_gb=args.max_eager_gb, repeats=args.repeats, dtype=args.dtype,
         device=args.device, threads=args.threads, seed=args.seed, timeout=args.timeout,

@@ -33,10 +33,13 @@ from harness.api.threads import apply_threads
 from harness.bench.kit import (
     add_kernel_argument,
     bench_parser,
+    fraction,
     hybrid_plan,
     interleaved,
     kept_heads,
     kernel_scope,
+    nonnegative_int,
+    positive_int,
     refuse_missing_device,
     sync,
 )
@@ -369,14 +372,19 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument("--frame-size", type=int, default=448, help="frame width and height (px)")
     parser.add_argument("--shrink", action="store_true", help="tiny towers (CPU tests)")
     parser.add_argument(
-        "--keep", type=float, default=0.05, help="fraction of heads kept full per layer"
-    )
-    parser.add_argument("--window", type=int, default=1024, help="window W of the other heads")
-    parser.add_argument(
-        "--sinks", type=int, default=0, help="attention-sink tokens of windowed heads"
+        "--keep", type=fraction, default=0.05, help="fraction of heads kept full per layer"
     )
     parser.add_argument(
-        "--repeats", type=int, default=3, help="timed prefills per variant (after one warm-up)"
+        "--window", type=positive_int, default=1024, help="window W of the other heads"
+    )
+    parser.add_argument(
+        "--sinks", type=nonnegative_int, default=0, help="attention-sink tokens of windowed heads"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=3,
+        help="timed prefills per variant (after one warm-up)",
     )
     add_kernel_argument(parser)
     parser.add_argument(

@@ -24,7 +24,6 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import NoReturn
 
 from harness.api.errors import UsageError, one_line
 from harness.cli import run as run_command
@@ -50,19 +49,12 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors on one line (``headscope run: error: ...``), exit code 2, no usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level argument parser."""
     from harness import __version__
-    from harness.api.helpformat import HelpFormatter
+    from harness.api.helpformat import HelpFormatter, OneLineParser
 
-    parser = _Parser(
+    parser = OneLineParser(
         prog="headscope",
         description="Head-level mechanistic interventions on multimodal LLMs.",
         formatter_class=HelpFormatter,

@@ -114,3 +114,25 @@ def test_the_user_error_types_are_usage_errors_and_still_value_errors():
     for cls in (*user_errors, MergeError):
         assert issubclass(cls, UsageError) and issubclass(cls, ValueError), cls
     assert issubclass(UnknownNameError, KeyError) and issubclass(TaskLoadError, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("argv", "culprit"),
+    [
+        (["hybrid", "--window", "0"], "argument --window: must be ≥ 1, got 0"),
+        (["hybrid", "--lengths", "64,x"], "argument --lengths: not an integer: 'x'"),
+        (["adaptive", "--rows", "0"], "argument --rows: must be ≥ 1, got 0"),
+        (["masks", "--keep", "2"], "argument --keep: must lie in [0, 1], got 2.0"),
+        (["ram", "--repeats", "0"], "argument --repeats: must be ≥ 1, got 0"),
+        (["ttft", "--sinks", "-1"], "argument --sinks: must be ≥ 0, got -1"),
+    ],
+)
+def test_a_bad_bench_flag_is_one_line_naming_it(argv, culprit, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", *argv])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
+    assert (
+        err
+        == f"headscope bench {argv[0]}: error: {culprit} (see headscope bench {argv[0]} --help)\n"
+    )
