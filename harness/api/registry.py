@@ -58,6 +58,9 @@ class UnknownNameError(RegistryError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+_PLUGIN_HINT = "fix the plugin; --debug prints its traceback"
+
+
 def _origin(obj: object) -> str:
     """``module.qualname`` of a registered object (named in duplicate-name errors)."""
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
@@ -164,7 +167,8 @@ class Registry(Generic[T]):
                     dist = getattr(getattr(ep, "dist", None), "name", "?")
                     raise RegistryError(
                         f"plugin {ep.name!r} = {ep.value!r} (package {dist}, entry-point group "
-                        f"{self.entry_points}) failed to import: {type(exc).__name__}: {exc}"
+                        f"{self.entry_points}) failed to import: {type(exc).__name__}: {exc}",
+                        hint=_PLUGIN_HINT,
                     ) from exc
 
     # -- lookup -----------------------------------------------------------------------
@@ -270,7 +274,8 @@ def include_path(directory: str | Path) -> list[str]:
             if isinstance(exc, RegistryError):
                 raise RegistryError(f"{file}: {exc}") from exc
             raise RegistryError(
-                f"--include_path file {str(file)!r} failed to import: {type(exc).__name__}: {exc}"
+                f"--include_path file {str(file)!r} failed to import: {type(exc).__name__}: {exc}",
+                hint=_PLUGIN_HINT,
             ) from exc
         if stopped:
             del sys.modules[name]
