@@ -136,3 +136,15 @@ def test_a_bad_bench_flag_is_one_line_naming_it(argv, culprit, capsys):
         err
         == f"headscope bench {argv[0]}: error: {culprit} (see headscope bench {argv[0]} --help)\n"
     )
+
+
+def test_the_traceback_is_printed_when_it_cannot_be_saved(
+    run_raises, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "not_a_dir").write_text("x")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "not_a_dir"))
+    run_raises(_inner_bug)
+    assert cli.main(["run", "--tasks", "test_echo"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and "_inner_bug" in err
+    assert err.splitlines()[-1] == "headscope run: internal error: ValueError: boom inside the code"
