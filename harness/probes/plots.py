@@ -112,6 +112,10 @@ def save_figure(fig: Any, png: str | Path) -> list[Path]:
         try:
             fig.savefig(tmp, format=path.suffix[1:], **kwargs)
             os.replace(tmp, path)
+        except OSError as exc:
+            from harness.schema.results import name_path
+
+            raise name_path(exc, path) from None
         finally:
             tmp.unlink(missing_ok=True)
     return [out, pdf]

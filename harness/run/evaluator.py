@@ -120,7 +120,7 @@ def run_grid(
     """
     from harness.api.intervention import build_intervention
     from harness.run import distributed as dist
-    from harness.run.outdir import OutputLock, check_run_dir
+    from harness.run.outdir import OutputLock, check_run_dir, writing_into
     from harness.run.preflight import (
         build_task_for,
         check_first_request,
@@ -170,13 +170,16 @@ def run_grid(
         except Exception as exc:
             dist.agree(exc)
         dist.agree(None)
-        if rank == 0:
-            write_json_atomic(out / SPEC_FILE, run_identity(spec))
-        started = True
-        dist.barrier()
-        if order == "cell":  # the reference reads every document in every cell
-            ready = {}
-        return _run(spec, tasks, docs_of, ready, interventions, adapter, out, (rank, world), order)
+        with writing_into(out):  # a full or read-only disk: one line naming the file
+            if rank == 0:
+                write_json_atomic(out / SPEC_FILE, run_identity(spec))
+            started = True
+            dist.barrier()
+            if order == "cell":  # the reference reads every document in every cell
+                ready = {}
+            return _run(
+                spec, tasks, docs_of, ready, interventions, adapter, out, (rank, world), order
+            )
     finally:
         if lock is not None:
             lock.release(remove_if_unused=not started)

@@ -189,7 +189,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     from harness.api.specs import SpecError
     from harness.api.task import build_task, grounded_tasks
     from harness.run.evaluator import SPEC_FILE
-    from harness.run.outdir import OutputLock, check_main_job_dir
+    from harness.run.outdir import OutputLock, check_main_job_dir, writing_into
 
     out = Path(output)
     MODEL_FAMILIES.get(model_spec.name)
@@ -202,7 +202,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
         )
     check_main_job_dir(out, SPEC_FILE)
     with OutputLock(out, "main job directory"):
-        return _stages(model_spec, cfg, out)
+        with writing_into(out):  # a full or read-only disk: one line naming the file
+            return _stages(model_spec, cfg, out)
 
 
 def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "check_main_job_dir",
     "check_rank_dir",
     "writing",
+    "writing_into",
 ]
 
 LOCK_FILE = ".headscope.lock"
@@ -82,14 +83,43 @@ def writing(path: str | Path, what: str = "output") -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.errno in _FULL:
-            hint = "free disk space there, then rerun the same command (it rewrites this file)"
-        elif exc.errno in _DENIED:
-            hint = "make it writable or choose another output directory, then rerun"
-        else:
-            hint = "fix the cause, then rerun the same command (it rewrites this file)"
-        raise OutputDirError(f"cannot write {what} {str(path)!r}: {reason}; {hint}") from None
+        raise _write_error(exc, path, what) from None
+
+
+def _write_error(
+    exc: OSError, path: str | Path, what: str, again: str = "it rewrites this file"
+) -> OutputDirError:
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        hint = f"free disk space there, then rerun the same command ({again})"
+    elif exc.errno in _DENIED:
+        hint = "make it writable or choose another output directory, then rerun"
+    else:
+        hint = f"fix the cause, then rerun the same command ({again})"
+    return OutputDirError(f"cannot write {what} {str(path)!r}: {reason}; {hint}")
+
+
+@contextmanager
+def writing_into(out: str | Path, what: str = "output file") -> Iterator[None]:
+    """:func:`writing` for a whole run that writes many files under ``out``.
+
+    A full disk, a read-only file system or a refused permission while the run writes becomes
+    one :class:`OutputDirError` line naming the file (as the writers of
+    :mod:`harness.schema.results` record it; ``out`` when none is known). Denied permission on
+    a file outside ``out`` (an input) and every other ``OSError`` pass through unchanged. The
+    run's writers are atomic or append whole rows (a torn last row is dropped on resume), so
+    rerunning the same command repairs what the stop left.
+    """
+    try:
+        yield
+    except OSError as exc:
+        name = exc.filename
+        full = exc.errno in _FULL or exc.errno == errno.EROFS
+        mine = name is None or Path(str(name)).resolve().is_relative_to(Path(out).resolve())
+        if not (full or exc.errno in _DENIED and mine):
+            raise
+        again = "it resumes where this run stopped"
+        raise _write_error(exc, name if name is not None else out, what, again) from None
 
 
 def _holder_text(info: dict[str, Any]) -> str:

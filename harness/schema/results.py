@@ -31,6 +31,8 @@ __all__ = [
     "file_mode",
     "json_safe",
     "load_results",
+    "name_path",
+    "replace_atomically",
 ]
 
 SCHEMA_NAME = "headscope.results"
@@ -72,7 +74,10 @@ def replace_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
     Readers see the old file or the whole new one, never a part; the file gets the mode a plain
     ``open()`` would give it (``mkstemp`` alone makes 0600).
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise name_path(exc, path) from None
     try:
         os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -80,9 +85,24 @@ def replace_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise name_path(exc, path) from None
         raise
+
+
+def name_path(exc: OSError, path: str | Path) -> OSError:
+    """``exc`` naming ``path`` (the file being written) where it names none or a temp file.
+
+    A write that fails on a full disk raises without a file name, and one that fails on the
+    temporary file names that; the caller (:func:`harness.run.outdir.writing_into`) reports
+    the file the user knows.
+    """
+    if exc.filename is None or str(exc.filename).endswith(".tmp"):
+        exc.filename = str(path)
+        exc.filename2 = None
+    return exc
 
 
 def file_mode() -> int:

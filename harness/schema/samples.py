@@ -17,6 +17,7 @@ from harness.schema.results import (
     ResultsError,
     _json_default,
     json_safe,
+    name_path,
     replace_atomically,
 )
 
@@ -59,10 +60,13 @@ class SampleLog:
     def append(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
         line = _jsonl(row)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:  # a torn last line is repaired by the resumed run's read
+            raise name_path(exc, self.path) from None
 
 
 def read_sample_rows(path: str | Path) -> list[dict[str, Any]]:
