@@ -126,6 +126,19 @@ def _ablation_groups(sources: Sources) -> list[dict[str, Any]]:
     return [g for g in groups.values() if g["curves"]]
 
 
+def _bounds(group: dict[str, Any]) -> tuple[float, float]:
+    """The range error bars are clipped to.
+
+    [0, 1] when every value plotted lies in it (an accuracy, a recall, an IoU...), else
+    unbounded.
+    """
+    values = [v for pts in group["curves"].values() for _, v, _ in pts]
+    values += [] if group["base"] is None else [group["base"]]
+    if all(0.0 <= v <= 1.0 for v in values):
+        return 0.0, 1.0
+    return -math.inf, math.inf
+
+
 def _k_axis(ax: Any, ks: Sequence[float]) -> None:
     """Ticks at exactly the k values run; a margin that keeps a single k in the middle."""
     ks = sorted(set(ks))
@@ -150,25 +163,36 @@ def _ablation_curves(sources: Sources, built: Built) -> None:
         fig, axes = _figure(size=(6.0, 4.6))
         ax = axes[0][0]
         curves = sorted(g["curves"].items())
+        lo, hi = _bounds(g)
         for i, (label, points) in enumerate(curves):
             xs, ys, errs = zip(*sorted(points))
-            yerr = [math.nan if e is None else e for e in errs]
+            y = np.asarray(ys, dtype=float)
+            e = np.nan_to_num(np.asarray([math.nan if x is None else x for x in errs], float))
+            # A bar never leaves the metric's range: mean ± sd of an accuracy near 1 stops at 1.
+            below, above = np.minimum(e, y - lo), np.minimum(e, hi - y)
             # Side by side by a few points, so error bars at one k do not hide each other.
             shift = ScaledTranslation((i - (len(curves) - 1) / 2) * 0.05, 0, fig.dpi_scale_trans)
-            ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, label=label, zorder=2,
-                        transform=ax.transData + shift)  # fmt: skip
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=np.vstack([below, above]),
+                marker="o",
+                capsize=3,
+                label=label,
+                zorder=2,
+                transform=ax.transData + shift,
+            )
             # A shifted transform is not data-only, so autoscaling skips it: add the limits.
-            e = np.nan_to_num(np.asarray(yerr, dtype=float))
-            y = np.asarray(ys, dtype=float)
-            ax.update_datalim(np.column_stack([[*xs, *xs], [*(y - e), *(y + e)]]))
+            ax.update_datalim(np.column_stack([[*xs, *xs], [*(y - below), *(y + above)]]))
         if g["base"] is not None:
             err = g["base_err"]
             label = "none (no ablation)" + (", ± stderr" if err else "")
-            ax.axhline(g["base"], color="black", linestyle="--", linewidth=1.3, zorder=4,
-                       label=label)  # fmt: skip
+            ax.axhline(
+                g["base"], color="black", linestyle="--", linewidth=1.3, zorder=4, label=label
+            )
             if err:
-                ax.axhspan(g["base"] - err, g["base"] + err, color="black", alpha=0.08,
-                           linewidth=0, zorder=1)  # fmt: skip
+                band = (max(g["base"] - err, lo), min(g["base"] + err, hi))
+                ax.axhspan(*band, color="black", alpha=0.08, linewidth=0, zorder=1)
         ax.autoscale_view()
         _k_axis(ax, [p[0] for _, points in curves for p in points])
         ax.set_xlabel("k (heads ablated: count or fraction)")
@@ -232,7 +256,7 @@ def _speedup_curves(sources: Sources, built: Built) -> None:
 
 
 def _diagnostic_curves(sources: Sources, built: Built) -> None:
-    from harness.probes.plots import draw_layer_lines
+    from harness.probes.plots import diagnostic_levels, draw_layer_lines
     from harness.schema.diagnostics import MODULES
     from leaderboards.diagnostics import unique_diagnostics
 
@@ -249,7 +273,8 @@ def _diagnostic_curves(sources: Sources, built: Built) -> None:
                 if rows:
                     per_module[module] = dict(rows)
             series[metric] = per_module
-        draw_layer_lines(fig, axes[0], series)
+        # the noise baselines and ε_RoPE as reference levels, as headscope diagnose draws them
+        draw_layer_lines(fig, axes[0], series, diagnostic_levels(d.baselines, d.erope_floor))
         fig.suptitle(f"{names[d.model]} — variant {d.variant}", fontsize=9)
         parts = ("diagnostics", names[d.model], _suffix(d.config, differing), d.variant)
         built.append((file_stem(*parts), fig))

@@ -250,7 +250,7 @@ def draw_missing_plots(output: str | Path) -> list[Path]:
 
 
 def _plots(docs: dict[str, dict[str, Any]], out: Path) -> list[Path]:
-    from harness.probes.plots import layer_lines, plotting_available
+    from harness.probes.plots import diagnostic_levels, layer_lines, plotting_available
 
     if not plotting_available():
         return []
@@ -260,13 +260,7 @@ def _plots(docs: dict[str, dict[str, Any]], out: Path) -> list[Path]:
             m: {mod: [r[m] for r in doc["layers"] if r["module"] == mod] for mod in MODULES}
             for m in ("RID", "MixIG")
         }
-        levels: dict[str, dict[str, float]] = {"RID": {}, "MixIG": {}}
-        for name, vals in doc["baselines"].items():
-            for m in ("RID", "MixIG"):
-                if vals[m] is not None:
-                    levels[m][name] = vals[m]
-        if doc["erope_floor"] is not None:
-            levels["RID"]["ε_RoPE"] = doc["erope_floor"]
+        levels = diagnostic_levels(doc["baselines"], doc["erope_floor"])
         path = _plot_path(out, variant)
         png = layer_lines(series, f"module diagnostics ({variant})", path, levels)
         files += [png, png.with_suffix(".pdf")]

@@ -168,6 +168,23 @@ def draw_layer_lines(
     legend_below(fig, axes)
 
 
+def diagnostic_levels(
+    baselines: Mapping[str, Mapping[str, float | None]], erope_floor: float | None
+) -> dict[str, dict[str, float]]:
+    """Reference levels of the diagnostics figures (``headscope diagnose``, the leaderboard).
+
+    Each noise baseline's RID and MixIG, and the ε_RoPE floor on the RID panel.
+    """
+    levels: dict[str, dict[str, float]] = {"RID": {}, "MixIG": {}}
+    for name, vals in baselines.items():
+        for metric in ("RID", "MixIG"):
+            if vals.get(metric) is not None:
+                levels[metric][name] = float(vals[metric])
+    if erope_floor is not None:
+        levels["RID"]["ε_RoPE"] = float(erope_floor)
+    return levels
+
+
 def layer_lines_figure(
     series: Mapping[str, Mapping[str, Sequence[float]]],
     title: str,

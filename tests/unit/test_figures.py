@@ -171,7 +171,73 @@ def test_speedup_diagnostics_and_sparsity_figures(figures):
     assert [a.get_ylabel() for a in diag.axes] == ["RID", "MixIG"]
     sparsity = figures["sparsity"]
     _check_legend_outside(sparsity)
-    assert [a.get_yscale() for a in sparsity.axes] == ["log", "linear"]
+    assert [a.get_yscale() for a in sparsity.axes] == ["log", "log"]
+
+
+def test_leaderboard_diagnostics_draw_the_noise_baselines(sources, figures):
+    """As headscope diagnose's own plot: each baseline (and ε_RoPE) as a reference level."""
+    from leaderboards.diagnostics import unique_diagnostics
+
+    for d in unique_diagnostics(sources.diagnostics):
+        assert d.baselines  # the fixtures hold noise baselines
+    name, fig = next((n, f) for n, f in figures.items() if n.startswith("diagnostics__"))
+    d = next(x for x in unique_diagnostics(sources.diagnostics) if x.variant in name)
+    rid, mixig = fig.axes
+    for ax, metric in ((rid, "RID"), (mixig, "MixIG")):
+        levels = {ln.get_label(): ln.get_ydata()[0] for ln in ax.lines if ln.get_color() == "grey"}
+        for base, vals in d.baselines.items():
+            assert levels[base] == pytest.approx(vals[metric])
+    if d.erope_floor is not None:
+        assert any(ln.get_label() == "ε_RoPE" for ln in rid.lines)
+
+
+def test_sparsity_figure_gives_each_task_its_colour_and_separates_the_curves(sources, figures):
+    from matplotlib.colors import to_hex
+
+    left, right = figures["sparsity"].axes
+    tasks = {t for f in sources.rankings for t in f.ranking.task_names}
+    assert len(tasks) > 1
+    by_task = {}
+    for line in right.lines:
+        if line.get_label().startswith("_"):
+            continue
+        task = line.get_label().split()[-1]
+        by_task.setdefault(task, set()).add(to_hex(line.get_color()))
+    assert set(by_task) == tasks
+    assert len({c for colours in by_task.values() for c in colours}) == len(tasks)
+    # the right panel draws 1 - cumulative share on a log axis: curves that all reach ~1
+    # within a few heads still differ there
+    curves = [ln.get_ydata() for ln in right.lines if not ln.get_label().startswith("_")]
+    assert any(not np.allclose(a, b, equal_nan=True) for a in curves for b in curves)
+
+
+def test_error_bars_of_an_accuracy_stay_in_0_1(tmp_path):
+    entries = [
+        _entry("none", {}, 0.99, 0.01),
+        _entry("ablate", {"select": "random", "k": 0.1, "mode": "zero"}, 0.95, 0.2),
+        _entry("ablate", {"select": "top", "k": 0.1, "mode": "zero"}, 0.1, 0.3),
+    ]
+    RunResults(
+        spec_passed={},
+        spec_resolved={},
+        headscope_version="0",
+        git={},
+        environment={},
+        model={"family": "f", "pretrained": "m", "dtype": "float32"},
+        settings={"dtype": "float32"},
+        metric_defs={"t": [MetricDefRecord("acc", True)]},
+        entries=entries,
+    ).save(tmp_path / "results.json")
+    ((_, fig),) = build_figures(load_sources([tmp_path]))
+    (ax,) = fig.axes
+    bars = {c.get_label().split()[0]: c for c in ax.containers}
+    (random,) = bars["random"].lines[2][0].get_segments()
+    assert (random[0][1], random[1][1]) == pytest.approx((0.75, 1.0))  # 0.95 ± 0.2, cut at 1
+    (top,) = bars["top"].lines[2][0].get_segments()
+    assert (top[0][1], top[1][1]) == pytest.approx((0.0, 0.4))  # 0.1 ± 0.3, cut at 0
+    (band,) = ax.patches
+    ys = band.get_path().transformed(band.get_patch_transform()).vertices[:, 1]
+    assert (min(ys), max(ys)) == pytest.approx((0.98, 1.0))
 
 
 def test_probe_layer_lines_legend_outside_with_reference_levels():
