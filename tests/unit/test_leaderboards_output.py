@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from harness.cli import main as cli
 from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
 
 FLAGS = ["--no-figures", "--quiet"]
+DATA = Path(__file__).resolve().parents[1] / "data" / "leaderboards"
 
 
 def _run(path, value=0.8):
@@ -134,3 +136,18 @@ def test_markdown_escapes_html_from_names_and_paths(tmp_path):
     text = (out / "leaderboard.md").read_text()
     assert "<script>" not in text and "<img" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_a_full_disk_while_drawing_figures_gives_one_line(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    runs = [str(p) for p in sorted(DATA.glob("run_*"))]
+    out = tmp_path / "board"
+    monkeypatch.setattr(Figure, "savefig", _fail_with(errno.ENOSPC))
+    assert cli.main(["leaderboard", *runs, "--output", str(out), "--format", "md", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"cannot write leaderboard figures in {str(out / 'figures')!r}" in err
+    assert os.strerror(errno.ENOSPC) in err
+    assert not [p for p in out.rglob("*") if p.is_file() and p.suffix in (".png", ".pdf", ".tmp")]
