@@ -21,6 +21,7 @@ __all__ = [
     "prose",
     "SCORING_HELP",
     "apply_scoring",
+    "takes_scoring",
 ]
 
 
@@ -89,15 +90,23 @@ SCORING_HELP = (
 )
 
 
-def _with_mode(mode: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Task ``name``'s ``args`` with ``scoring=mode`` when it takes ``scoring`` and sets none."""
-    if "scoring" in args:
-        return args  # the task's own mode wins
+def takes_scoring(name: str) -> bool:
+    """True when task ``name`` has scoring modes (its constructor takes ``scoring``).
+
+    A plugin task with one fixed rule does not: it is scored by that rule under any mode.
+    """
     import inspect
 
     from harness.api.registry import TASKS
 
-    if "scoring" not in inspect.signature(TASKS.get(name).__init__).parameters:
+    return "scoring" in inspect.signature(TASKS.get(name).__init__).parameters
+
+
+def _with_mode(mode: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Task ``name``'s ``args`` with ``scoring=mode`` when it takes ``scoring`` and sets none."""
+    if "scoring" in args:
+        return args  # the task's own mode wins
+    if not takes_scoring(name):
         return args  # a task with one fixed rule: nothing to choose
     return {**args, "scoring": mode}
 

@@ -188,6 +188,7 @@ def rescore(
     from harness.api.payloads import Generation
     from harness.api.scoring import check_scoring
     from harness.api.task import ScoringContext, build_task
+    from harness.cli._args import takes_scoring
     from harness.run.outdir import writing
     from harness.schema.results import MetricRecord, ResultsError, load_results
     from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
@@ -212,7 +213,9 @@ def rescore(
         if tasks is not None and entry.task not in tasks:
             entries.append(entry)
             continue
-        args = {**entry.task_args, **(task_args or {}).get(entry.task, {}), "scoring": scoring}
+        args = {**entry.task_args, **(task_args or {}).get(entry.task, {})}
+        if takes_scoring(entry.task):  # a plugin task with one fixed rule is scored by it
+            args["scoring"] = scoring
         key = (entry.task, repr(sorted(args.items())))
         if key not in built:
             task = build_task(entry.task, args)

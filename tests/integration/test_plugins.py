@@ -155,3 +155,27 @@ def test_a_plugin_that_stops_the_program_at_import_is_named(tmp_path, body, what
     proc = headscope("list", "tasks", "--include_path", str(folder))
     assert proc.returncode == 2, proc.stderr
     assert "stopper.py" in proc.stderr and what in proc.stderr
+
+
+def test_a_plugin_task_run_is_rescored_ranked_and_tabled_with_include_path(tmp_path):
+    """Before: rescore forced scoring=MODE on a plugin task with one fixed rule and refused it
+    ("does not take argument(s) ['scoring']"); the plugin task is scored by its rule."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "headscope_shout.py").write_text(doc_files()["headscope_shout.py"])
+    out = tmp_path / "run"
+    plug = ["--include_path", str(folder)]
+    grid = ["run", *plug, "--model", "echo", "--tasks", "shout", "--interventions", "none"]
+    assert headscope(*grid, "--limit", "3", "--output", str(out)).returncode == 0
+    proc = headscope("rescore", str(out), "--scoring", "official", *plug)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads((out / "results.json").read_text())["entries"][0]
+    again = json.loads((out / "results.scoring-official.json").read_text())["entries"][0]
+    assert again["metrics"] == first["metrics"] and again["n_samples"] == 3
+    unknown = headscope("rescore", str(out), "--scoring", "official")
+    assert unknown.returncode == 2 and "unknown task 'shout'" in unknown.stderr
+    board = headscope("leaderboard", str(out), "--output", str(tmp_path / "board"), *plug)
+    assert board.returncode == 0, board.stderr
+    rank_out = str(tmp_path / "rank")
+    rank = headscope("rank", *plug, "--model", "echo", "--tasks", "shout", "--output", rank_out)
+    assert rank.returncode == 2 and "task 'shout' is not grounded" in rank.stderr
