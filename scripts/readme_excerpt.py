@@ -33,6 +33,8 @@ def main() -> None:
     ]
     for name in TABLES:
         text = (boards / name).read_text().strip().replace("## ", "#### ", 1)
+        # the run's own directory (often a temporary one) shows as OUT, as in the command above
+        text = text.replace(str(args.out.resolve()), "OUT").replace(str(args.out), "OUT")
         parts += [text, ""]
     parts += [f"![RAM heatmap, refcocog_mini]({figure_dst.as_posix()})", END]
     readme = Path("README.md").read_text()

@@ -27,78 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.lmms.probe_task import SOURCE_TASK
+
 N = 6
-TASK = "refcocog_mini"  # the toy's answers differ from document to document
 ABLATION = {"select": "random", "k": 0.9, "mode": "zero", "seed": 0}
-TASK_YAML = """
-task: {name}
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: {output_type}
-doc_to_visual: !function probe_utils.doc_to_visual
-doc_to_text: !function probe_utils.doc_to_text
-doc_to_target: !function probe_utils.doc_to_target
-{extra}
-"""
-GENERATE_EXTRA = """
-generation_kwargs:
-  max_new_tokens: 32
-  temperature: 0
-  do_sample: false
-  until: ["<never-generated>"]
-process_results: !function probe_utils.process_generation
-metric_list:
-  - metric: exact_match
-    aggregation: mean
-    higher_is_better: true
-"""
-LL_EXTRA = """
-process_results: !function probe_utils.process_loglikelihood
-metric_list:
-  - metric: logprob
-    aggregation: mean
-    higher_is_better: true
-"""
-UTILS = """
-import ast
-
-from PIL import Image
-
-
-def doc_to_visual(doc):
-    with Image.open(doc["image"]) as im:
-        return [im.convert("RGB")]
-
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["text"]
-
-
-def doc_to_target(doc):
-    return " " + doc["answer"]  # a continuation starts with its separator (lm-eval convention)
-
-
-def same(output, answer):
-    return "".join(output.split()) == "".join(answer.split())  # the toy decodes "[ 0.5 , ..."
-
-
-def process_generation(doc, results):
-    return {"exact_match": float(same(results[0], doc["answer"]))}
-
-
-def process_loglikelihood(doc, results):
-    return {"logprob": as_pair(results[0])[0]}
-
-
-def as_pair(response):
-    # lmms-eval 0.7.3's evaluator turns every non-text response into str() (its
-    # unwrap_generation_output fallback), so a (logprob, greedy) pair arrives as its repr
-    return ast.literal_eval(response) if isinstance(response, str) else response
-"""
-
 if importlib.util.find_spec("lmms_eval") is None:
     if os.environ.get("CI"):
         pytest.fail(
@@ -126,29 +58,11 @@ def _model_spec(tmp: Path) -> dict:
 
 
 def _write_tasks(root: Path) -> list[dict]:
-    """The include path (its name must not shadow headscope's ``tasks`` package)."""
-    from harness.api.registry import TASKS
-    from harness.toy.scenes import normalised_box_text
+    """The include path, written as docs/lmms_eval.md tells users to write it."""
+    from harness.lmms.probe_task import write_probe_tasks
 
-    task = TASKS.get(TASK)()
-    root.mkdir()
-    rows = []
-    for doc in task.load(split="test", limit=N)[:N]:
-        request = task.request(doc)
-        image = root / f"{doc.doc_id}.png"
-        request.images[0].save(image)
-        assert request.max_new_tokens == 32  # the YAML's budget
-        answer = normalised_box_text((doc.box.x1, doc.box.y1, doc.box.x2, doc.box.y2))
-        rows.append({"text": request.text, "answer": answer, "image": str(image)})
-    data = root / "probe.json"
-    data.write_text(json.dumps(rows), encoding="utf-8")
-    (root / "probe_utils.py").write_text(UTILS, encoding="utf-8")
-    for name, kind, extra in (
-        ("headscope_probe", "generate_until", GENERATE_EXTRA),
-        ("headscope_probe_ll", "loglikelihood", LL_EXTRA),
-    ):
-        text = TASK_YAML.format(name=name, data=data, output_type=kind, extra=extra)
-        (root / f"{name}.yaml").write_text(text, encoding="utf-8")
+    rows = write_probe_tasks(root, N)
+    assert len(rows) == N
     return rows
 
 
@@ -175,7 +89,7 @@ def outcome(tmp_path_factory):
         "model_spec": spec,
         "output": str(tmp / "headscope_out"),
         "n": N,
-        "task": TASK,
+        "task": SOURCE_TASK,
         "ablation": ABLATION,
         "runs": [
             {"model_args": base, "tasks": ["headscope_probe", "headscope_probe_ll"]},

@@ -1,0 +1,133 @@
+"""Every ``headscope`` command in README.md and docs/*.md is accepted as written.
+
+Each shell block's ``headscope ...`` lines are read as the shell would (line continuations,
+quotes, comments, ``VAR=value`` prefixes, ``&&``) and given to the real command line with
+the work itself stubbed: argparse parses every command (bench flags by the bench's own
+parser); ``run`` goes on through everything it checks before a model loads (the run spec,
+``--scoring``, task arguments, the main job's "a grounded task" rule) and stops where the
+model would load; ``rank`` and ``diagnose`` likewise. Substitutions: ``"device": "cuda"``
+and ``--device cuda`` become cpu (the checks of a machine without a GPU are not the docs'),
+and output paths go to a temporary directory. A command that names a plugin
+(``--include_path``) is only parsed: its folder is a placeholder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"```(?:bash|sh|shell|console)\n(.*?)```", re.S)
+
+
+def _commands(path: Path) -> list[list[str]]:
+    out = []
+    for block in BLOCK.findall(path.read_text(encoding="utf-8")):
+        block = block.replace("\\\n", " ")
+        lines, pending = [], ""
+        for line in block.splitlines():  # a quoted JSON object may span lines
+            pending = f"{pending}\n{line}" if pending else line
+            try:
+                shlex.split(pending, comments=True)
+            except ValueError:
+                continue
+            lines.append(pending)
+            pending = ""
+        for line in lines:
+            for part in re.split(r"&&|\|\||;", line):
+                tokens = shlex.split(part, comments=True)
+                while tokens and re.match(r"^[A-Z_][A-Z0-9_]*=", tokens[0]):
+                    tokens.pop(0)
+                if tokens[:1] == ["headscope"]:
+                    out.append(tokens[1:])
+                elif tokens[:3] == ["python", "-m", "harness"]:
+                    out.append(tokens[3:])
+    return out
+
+
+COMMANDS = [(p.name, argv) for p in DOCS for argv in _commands(p)]
+
+
+def test_the_docs_hold_commands():
+    names = {name for name, _ in COMMANDS}
+    assert {"README.md", "scoring.md", "plugins.md"} <= names
+    assert len(COMMANDS) >= 20
+
+
+class _Reached(BaseException):
+    """Raised where the stubbed work would start: everything before it accepted the command."""
+
+
+def _cpu(argv: list[str]) -> list[str]:
+    out = []
+    for token in argv:
+        token = re.sub(r'"device":\s*"cuda(:\d+)?"', '"device": "cpu"', token)
+        token = re.sub(r"device=cuda(:\d+)?", "device=cpu", token)
+        out.append("cpu" if re.fullmatch(r"cuda(:\d+)?", token) else token)
+    return out
+
+
+def _outputs(argv: list[str], tmp: Path) -> list[str]:
+    out = list(argv)
+    for i, token in enumerate(out[:-1]):
+        if token in ("--output", "--output_path", "--output-path"):
+            out[i + 1] = str(tmp / f"out{i}")
+    return out
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    import harness.cli._probe_args as probe_args
+    import harness.run.evaluator as evaluator
+    import harness.run.main_job as main_job
+
+    def reached(*_a, **_k):
+        raise _Reached
+
+    monkeypatch.setattr(main_job, "_stages", reached)
+    monkeypatch.setattr(evaluator, "run_grid", reached)
+    monkeypatch.setattr(probe_args, "load_model", reached)
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        ns = original(self, args, namespace)
+        if self.prog.startswith("headscope bench "):
+            raise _Reached  # a bench's own parser accepted its flags
+        return ns
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+
+
+@pytest.mark.parametrize(
+    ("doc", "argv"), COMMANDS, ids=[f"{d}:{' '.join(a)[:60]}" for d, a in COMMANDS]
+)
+def test_every_documented_command_is_accepted(doc, argv, stubbed, tmp_path, capsys):
+    argv = _outputs(_cpu(argv), tmp_path)
+    parser = cli.build_parser()
+    args = parser.parse_args(argv)  # exits 2 (SystemExit) on an unknown flag or a bad value
+    deep = args.command in ("run", "rank", "diagnose", "bench") and not getattr(
+        args, "include_path", None
+    )
+    if not deep:
+        return
+    try:
+        code = cli.main(argv)
+    except _Reached:
+        return
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    pytest.fail(f"{doc}: `headscope {' '.join(argv)}` ended with {code} before its work: {err}")
+
+
+def test_the_docs_show_no_temporary_paths():
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"/tmp/|/private/var/folders/|pytest-of-", text), path.name
