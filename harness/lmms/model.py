@@ -44,6 +44,10 @@ from harness.lmms._convert import (
 __all__ = ["HeadscopeLMM", "TIMING_LOG_ENV"]
 
 TIMING_LOG_ENV = "HEADSCOPE_LMMS_TIMING_LOG"
+STRING_ARGS = frozenset(
+    {"family", "pretrained", "revision", "dtype", "device", "device_map", "attn_implementation"}
+)
+"""model_args whose value is text, kept as typed (:meth:`HeadscopeLMM.create_from_arg_string`)."""
 
 
 class HeadscopeLMM(lmms):
@@ -133,6 +137,28 @@ class HeadscopeLMM(lmms):
         """Per-sample records: task, doc_id, prefill_ms, total_ms, input/output tokens."""
         self.intervention_resolved: dict[str, Any] = {}
         self._warned: set[str] = set()
+
+    @classmethod
+    def create_from_arg_string(
+        cls, arg_string: str, additional_config: dict[str, Any] | None = None
+    ) -> HeadscopeLMM:
+        """lmms-eval's ``--model_args`` reading, except that string settings stay as typed.
+
+        lmms-eval turns every number-like value into a number (``revision=1.10`` becomes 1.1,
+        ``pretrained=2024.10`` 2024.1); the family, checkpoint, revision, dtype and device
+        settings keep their text exactly (outer quotes removed), as ``headscope run`` does.
+        """
+        from lmms_eval import utils
+
+        from harness.api.kv import raw_value, split_top_level
+
+        args = utils.simple_parse_args_string(arg_string)
+        for part in split_top_level(arg_string.strip()):
+            key, eq, _ = part.partition("=")
+            if eq and key.strip() in STRING_ARGS:
+                args[key.strip()] = raw_value(part)
+        extra = {k: v for k, v in (additional_config or {}).items() if v is not None}
+        return cls(**args, **extra)
 
     @property
     def batch_size(self) -> int:

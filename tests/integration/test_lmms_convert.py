@@ -181,3 +181,21 @@ def test_timed_prefill_leaves_the_model_usable(adapter):
     before = adapter.generate([request])[0].text
     assert timed_prefill(adapter.model, adapter.prepare([request])) > 0
     assert adapter.generate([request])[0].text == before
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "want"),
+    [
+        ("family=toy,revision=1.10,device=cpu", "revision", "1.10"),
+        ("family=toy,revision=123e456,device=cpu", "revision", "123e456"),
+        ("family=toy,revision='2.0',device=cpu", "revision", "2.0"),
+    ],
+)
+def test_lmms_model_args_keep_string_settings_as_typed(text, field, want):
+    """Before: lmms-eval's parser made revision=1.10 the number 1.1 (then the text "1.1")."""
+    pytest.importorskip("lmms_eval")
+    from harness.lmms.model import HeadscopeLMM
+
+    model = HeadscopeLMM.create_from_arg_string(text)
+    assert getattr(model.adapter.spec, field) == want
+    assert model.batch_size == 1
