@@ -112,8 +112,8 @@ class ProtocolConfig:
         for name in ("n_diagnose", "batch_size", "random_draws"):
             if getattr(self, name) < 1:
                 raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
-        if self.seed < 0:
-            raise SpecError(f"main job: seed must be ≥ 0, got {self.seed}")
+        if not 0 <= self.seed < 2**63:  # seed + length seeds torch's generators (the bench)
+            raise SpecError(f"main job: seed must be in [0, 2**63), got {self.seed}")
         try:
             check_gen_kwargs(self.gen_kwargs, self.seed)
         except ValueError as exc:

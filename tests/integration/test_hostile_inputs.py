@@ -15,15 +15,21 @@ from harness.run import main_job
         {"temperature": float("nan")},
         {"temperature": float("inf")},
         {"top_p": float("nan")},
-        {"do_sample": True, "temperature": 1.0},
     ],
 )
 def test_main_job_refuses_bad_gen_kwargs_at_once(gen):
     """Before: NaN / inf passed ProtocolConfig, and the job wrote stage 1 before RunSpec refused
-    them; a sampled run's seed ≥ 2**64 failed in torch.manual_seed, mid-grid."""
-    seed = 2**64 if gen.get("do_sample") else 0
+    them."""
     with pytest.raises(SpecError, match="main job: gen_kwargs"):
-        main_job.ProtocolConfig(gen_kwargs=gen, seed=seed)
+        main_job.ProtocolConfig(gen_kwargs=gen)
+
+
+def test_main_job_refuses_a_seed_its_generators_cannot_take():
+    """Before: accepted; stage 3 (the bench, torch.Generator().manual_seed(seed + length))
+    failed with a traceback after stages 1 and 2 had run."""
+    with pytest.raises(SpecError, match=r"seed must be in \[0, 2\*\*63\)"):
+        main_job.ProtocolConfig(seed=2**64)
+    assert main_job.ProtocolConfig(seed=2**63 - 1).seed == 2**63 - 1
 
 
 def test_grid_refuses_a_sampling_seed_beyond_64_bits():
