@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Axis",
     "FRAME",
+    "Footprints",
     "Layout",
     "NO_SOURCE",
     "View",
@@ -230,6 +231,36 @@ def tube_inside(boxes: dict[int, Box], size_of: Callable[[int], Any]) -> dict[in
     if boxes and not kept:
         raise EvidenceError(f"every box of the tube lies wholly outside its frame ({boxes})")
     return kept
+
+
+@dataclass
+class Footprints:
+    """Each visual token of a request: its input position and footprint (the evidence inverse).
+
+    Attributes:
+        positions: (N,) int positions in the unpadded input, ascending.
+        layout: The tokens' sources and footprints, in the order of ``positions``.
+        frames_per_token: Video frames one token covers (Qwen's temporal patches: 2; the
+            token's source is the group's first frame), 1 otherwise.
+    """
+
+    positions: np.ndarray
+    layout: Layout
+    frames_per_token: int = 1
+
+    @classmethod
+    def of(cls, positions: list[int], layout: Layout, frames_per_token: int = 1) -> Footprints:
+        """Footprints of tokens at ``positions`` (the layout's order), sorted by position."""
+        import numpy as np
+
+        if len(positions) != len(layout):
+            raise RuntimeError(
+                f"{len(positions)} visual tokens in the input but the layout predicts "
+                f"{len(layout)} (processor settings not supported?)"
+            )
+        order = np.argsort(np.asarray(positions, dtype=np.int64), kind="stable")
+        ordered = Layout(layout.source[order], layout.rects[order], dict(layout.sizes))
+        return cls(np.asarray(positions, dtype=np.int64)[order], ordered, frames_per_token)
 
 
 def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.ndarray:

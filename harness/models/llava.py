@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.api.model import TokenSpans
 from harness.api.registry import model_family
-from harness.models._layout import FRAME, Axis, Layout, View, patch_spans, select_tokens
+from harness.models._layout import (
+    FRAME,
+    Axis,
+    Footprints,
+    Layout,
+    View,
+    patch_spans,
+    select_tokens,
+)
 from harness.models.hf import HFAdapter, instruction_positions
 
 if TYPE_CHECKING:
@@ -92,12 +100,7 @@ class LlavaAdapter(HFAdapter):
         inputs = self.encode([request])
         ids = inputs["input_ids"][0].tolist()
         visual = self.visual_positions(ids)
-        layout = self.layout(request)
-        if len(layout) != len(visual):
-            raise RuntimeError(
-                f"{type(self).__name__}: {len(visual)} visual tokens in the input but the "
-                f"layout predicts {len(layout)} (processor settings not supported?)"
-            )
+        layout = Footprints.of(visual, self.layout(request)).layout  # checks the counts agree
         instruction = instruction_positions(self.tokenizer, self.render(request), request.text, ids)
         covered: tuple[int, ...] = ()
         if evidence is not None:
@@ -105,6 +108,11 @@ class LlavaAdapter(HFAdapter):
         return TokenSpans(
             evidence=covered, instruction=instruction, visual=tuple(visual), seq_len=len(ids)
         )
+
+    def token_footprints(self, request: Request) -> Footprints:
+        """Every visual token's position and footprint in original pixels (see ``layout``)."""
+        ids = self.encode([request])["input_ids"][0].tolist()
+        return Footprints.of(self.visual_positions(ids), self.layout(request))
 
     def visual_token_ids(self) -> tuple[int, ...]:
         """Ids of the tokens that carry visual features."""

@@ -32,7 +32,7 @@ from harness.api.payloads import (
 )
 from harness.api.registry import model_family
 from harness.models import qwen_resize
-from harness.models._layout import View, patch_spans, tube_inside
+from harness.models._layout import FRAME, Footprints, Layout, View, patch_spans, tube_inside
 from harness.models.hf import HFAdapter, instruction_positions, overlapping, positions_of
 
 __all__ = ["QwenVLAdapter", "Qwen2VLAdapter", "box_cells", "video_metadata"]
@@ -71,11 +71,15 @@ def box_cells(
     """
     import numpy as np
 
-    (w0, h0), (rw, rh) = image_size, resized_size
-    view = View.squash(w0, h0, rw, rh)
-    rects = view.grid(patch_spans(1, rh, cell), patch_spans(1, rw, cell))
-    box = Box(0, 0, w0, h0) if box is None else box
+    rects = _cells(image_size, resized_size, cell)
+    box = Box(0, 0, *image_size) if box is None else box
     return np.flatnonzero(overlapping(rects, box, image_size)).tolist()
+
+
+def _cells(image_size: tuple[int, int], resized_size: tuple[int, int], cell: int) -> Any:
+    """(N, 4) original-pixel footprints of the resized image's row-major ``cell``-px squares."""
+    (w0, h0), (rw, rh) = image_size, resized_size
+    return View.squash(w0, h0, rw, rh).grid(patch_spans(1, rh, cell), patch_spans(1, rw, cell))
 
 
 class QwenVLAdapter(HFAdapter):
@@ -162,6 +166,43 @@ class QwenVLAdapter(HFAdapter):
             visual=tuple(sorted(image_pos + video_pos)),
             seq_len=len(ids),
         )
+
+    def token_footprints(self, request: Request) -> Footprints:
+        """Every visual token's position and footprint: its ``cell``-px square, in original pixels.
+
+        The squares are the ones :func:`box_cells` selects from (images and pages by their
+        ``image_grid_thw``; a video's temporal groups by ``video_grid_thw``, each token's source
+        the group's first frame, ``frames_per_token`` = ``temporal_patch_size``).
+        """
+        inputs = self.encode([request])
+        ids = inputs["input_ids"][0].tolist()
+        image_pos = positions_of(ids, self.processor.image_token_id)
+        video_pos = positions_of(ids, self.processor.video_token_id)
+        layout = Layout.empty()
+        positions: list[int] = []
+        patch, merge = self._patch_merge(video=False)
+        images = request.visual_inputs()
+        for index, (block, rw, rh) in enumerate(self._image_blocks(inputs, image_pos)):
+            layout.add(
+                index, _cells(images[index].size, (rw, rh), patch * merge), images[index].size
+            )
+            positions += block
+        tps = 1
+        if request.video is not None:
+            patch, merge = self._patch_merge(video=True)
+            tps = int(self.processor.video_processor.temporal_patch_size)
+            gt, gh, gw = inputs["video_grid_thw"][0].tolist()
+            per_group = gh * gw // merge**2
+            frames = request.video.frames
+            for group in range(gt):
+                size = frames[group * tps].size
+                layout.add(
+                    FRAME + group * tps, _cells(size, (gw * patch, gh * patch), patch * merge), size
+                )
+            for f, frame in enumerate(frames):
+                layout.sizes.setdefault(FRAME + f, tuple(frame.size))
+            positions += video_pos
+        return Footprints.of(positions, layout, tps)
 
     def _image_blocks(self, inputs: Any, image_pos: list[int]) -> list[tuple[list[int], int, int]]:
         """Per still image: (its token positions, resized width, resized height)."""
