@@ -53,6 +53,8 @@ class AttentionRecorder:
         rows: layer → (B, H, n_q, S_kv) full row distributions (only with ``keep_rows``);
             rows beyond a sample's own query count are zero.
         row_positions: layer → (B, n_q) absolute query positions (−1 = padding entry).
+        mean_row: layer → (B, H, S_kv) mean over the query rows of their distributions (only
+            with ``keep_mean``): the instruction-averaged attention on every key.
         calls: Number of layer calls recorded.
     """
 
@@ -60,6 +62,7 @@ class AttentionRecorder:
         self.mass: dict[int, torch.Tensor] = {}
         self.rows: dict[int, torch.Tensor] = {}
         self.row_positions: dict[int, torch.Tensor] = {}
+        self.mean_row: dict[int, torch.Tensor] = {}
         self.calls = 0
 
     def clear(self) -> None:
@@ -67,6 +70,7 @@ class AttentionRecorder:
         self.mass.clear()
         self.rows.clear()
         self.row_positions.clear()
+        self.mean_row.clear()
         self.calls = 0
 
     def matrix(self, num_layers: int) -> torch.Tensor:
@@ -200,12 +204,14 @@ class RecordSpec:
         query_mask: (B, S) bool over absolute positions: the query rows.
         key_mask: (B, S) bool over absolute positions: the key columns (e.g. evidence tokens).
         keep_rows: Also store each recorded row's full distribution (B, H, n_q, S_kv).
+        keep_mean: Also store the mean of those rows (B, H, S_kv) (attention maps).
     """
 
     recorder: AttentionRecorder
     query_mask: torch.Tensor
     key_mask: torch.Tensor
     keep_rows: bool = False
+    keep_mean: bool = False
 
 
 def _frozen(mapping: Mapping[int, Any] | None) -> Mapping[int, Any]:

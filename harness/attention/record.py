@@ -64,6 +64,9 @@ def record_attention(
     if spec.keep_rows:
         recorder.rows[layer] = (probs * valid[:, None, :, None]).detach().cpu()
         recorder.row_positions[layer] = torch.where(valid, idx + offset, -1).cpu()
+    if spec.keep_mean:
+        total = (probs * valid[:, None, :, None]).sum(2)  # [batch, head, k_pos]
+        recorder.mean_row[layer] = (total / counts.clamp(min=1)[:, None, None]).detach().cpu()
 
 
 def _fit(mask: torch.Tensor, length: int) -> torch.Tensor:

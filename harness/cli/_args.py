@@ -18,6 +18,10 @@ from harness.api.specs import SpecError
 __all__ = [
     "parse_mapping",
     "limit_value",
+    "count_value",
+    "MAPS_DEFAULTS",
+    "add_maps_arguments",
+    "maps_config_from_args",
     "prose",
     "SCORING_HELP",
     "apply_scoring",
@@ -78,6 +82,60 @@ def limit_value(text: str) -> int | float:
     raise argparse.ArgumentTypeError(
         f"{text!r}: give a count (an integer ≥ 1) or a fraction 0 < x < 1 of the documents"
     )
+
+
+def count_value(text: str) -> int:
+    """A whole count ≥ 0 (e.g. ``--maps``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a count ≥ 0")
+    return value
+
+
+MAPS_DEFAULTS = {"maps": 4, "maps_heads": 4, "maps_random": 2}
+
+
+def add_maps_arguments(parser: Any, *, defaults: bool = True) -> None:
+    """``--maps N``, ``--maps-heads K``, ``--maps-random R`` (``defaults=False``: None)."""
+    d = MAPS_DEFAULTS if defaults else dict.fromkeys(MAPS_DEFAULTS)
+    parser.add_argument(
+        "--maps",
+        type=count_value,
+        default=d["maps"],
+        metavar="N",
+        help="attention maps of the first N ranked samples per task: the chosen heads' "
+        "instruction-averaged attention on every visual token, with each token's pixel "
+        "footprint, the media and the evidence (rank/maps.json + maps.npz); 0: none "
+        f"(default {MAPS_DEFAULTS['maps']})",
+    )
+    parser.add_argument(
+        "--maps-heads",
+        type=count_value,
+        default=d["maps_heads"],
+        metavar="K",
+        help=f"maps of the top-K and bottom-K heads by each task's RAM (default "
+        f"{MAPS_DEFAULTS['maps_heads']})",
+    )
+    parser.add_argument(
+        "--maps-random",
+        type=count_value,
+        default=d["maps_random"],
+        metavar="R",
+        help=f"and of R other heads drawn with --seed (default {MAPS_DEFAULTS['maps_random']})",
+    )
+
+
+def maps_config_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~harness.probes.maps.MapsConfig` of the flags; None for ``--maps 0``."""
+    from harness.probes.maps import MapsConfig
+
+    if not args.maps:
+        return None
+    heads = args.maps_heads
+    return MapsConfig(args.maps, heads, heads, args.maps_random, seed=args.seed or 0)
 
 
 SCORING_HELP = (

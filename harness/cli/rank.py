@@ -8,14 +8,16 @@ Example::
 (one command line)
 
 writes ``out/rank/ranking.json`` (read by ``ablate`` / ``hybrid`` via ``ranking=...``),
-``out/rank/spearman.json`` and ``out/rank/heatmaps/*.png`` (+ ``.pdf``). Light at import:
-argparse only.
+``out/rank/spearman.json``, ``out/rank/heatmaps/*.png`` (+ ``.pdf``) and, unless ``--maps 0``,
+the attention maps ``out/rank/maps.json`` + ``maps.npz`` + ``maps/media/``
+(:mod:`harness.schema.maps`). Light at import: argparse only.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from harness.cli._args import add_maps_arguments
 from harness.cli._probe_args import add_common_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="count and skip malformed rows and unreadable media (default: stop, naming them)",
     )
+    add_maps_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.api.errors import UsageError
     from harness.api.task import build_task
+    from harness.cli._args import maps_config_from_args
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
@@ -80,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 plots=not args.no_plots,
                 skip_bad_docs=args.skip_bad_docs,
+                maps=maps_config_from_args(args),
             )
     except ProbeError as exc:  # a TaskLoadError is a usage error: exit 2
         print(f"headscope rank: {exc}", file=sys.stderr)

@@ -22,7 +22,7 @@ from harness.api.helpformat import (
     add_output_argument,
     add_threads_argument,
 )
-from harness.cli._args import SCORING_HELP, limit_value
+from harness.cli._args import SCORING_HELP, add_maps_arguments, limit_value
 
 __all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
 
@@ -139,6 +139,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="count and skip samples whose media cannot be read",
     )
+    maps = p.add_argument_group("attention maps (the main job's stage 1; not grids)")
+    add_maps_arguments(maps, defaults=False)
     out = p.add_argument_group("output")
     add_output_argument(out, None, "output directory (default: headscope_out)")
     out.add_argument(
@@ -305,6 +307,8 @@ def run(args: argparse.Namespace) -> int:
     setup(args)
     if not args.interventions and not args.config:
         return main_job(args)
+    if any(getattr(args, k) is not None for k in ("maps", "maps_heads", "maps_random")):
+        raise _spec_error("--maps* apply to the main job (and 'headscope rank'), not to a grid")
     spec = spec_from_args(args)
     results = run_grid(spec, order="cell" if args.cell_major else "sample")
     if results is None:  # a non-zero rank of a sharded run: rank 0 reports
@@ -332,7 +336,7 @@ def _print_summary(results: Any) -> None:
 def main_job(args: argparse.Namespace) -> int:
     """The full protocol on the model and tasks of the flags (toy + mini tasks by default)."""
     from harness.api.specs import check_task_args
-    from harness.cli._args import parse_mapping
+    from harness.cli._args import MAPS_DEFAULTS, parse_mapping
     from harness.run.main_job import ProtocolConfig, mini_tasks, real_model_defaults, run_protocol
 
     if args.predict_only:
@@ -375,6 +379,7 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["skip_bad_docs"] = True
     if args.cell_major:
         kwargs["order"] = "cell"
+    kwargs.update({k: getattr(args, k) for k in MAPS_DEFAULTS if getattr(args, k) is not None})
     cfg = ProtocolConfig(**kwargs)
     t0 = time.perf_counter()
     run_protocol(model_spec, cfg, args.output or "headscope_out")

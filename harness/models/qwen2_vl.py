@@ -192,7 +192,6 @@ class QwenVLAdapter(HFAdapter):
             patch, merge = self._patch_merge(video=True)
             tps = int(self.processor.video_processor.temporal_patch_size)
             gt, gh, gw = inputs["video_grid_thw"][0].tolist()
-            per_group = gh * gw // merge**2
             frames = request.video.frames
             for group in range(gt):
                 size = frames[group * tps].size

@@ -15,8 +15,10 @@ with their reason. Any other error stops the run.
 
 Outputs (``run_rank``): ``OUT/ranking.json`` (:mod:`harness.schema.ranking` format),
 ``OUT/spearman.json`` (cross-task report, layout in :func:`cross_task`),
-``OUT/profile.json`` (head-sparsity profile per task, :mod:`harness.probes.profile`) and
-``OUT/heatmaps/<task>.png`` (and ``.pdf``) when matplotlib is installed.
+``OUT/profile.json`` (head-sparsity profile per task, :mod:`harness.probes.profile`),
+``OUT/heatmaps/<task>.png`` (and ``.pdf``) when matplotlib is installed, and with ``maps``
+the attention maps ``OUT/maps.json`` + ``OUT/maps.npz`` + ``OUT/maps/media/``
+(:mod:`harness.probes.maps`, format :mod:`harness.schema.maps`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from harness.probes.record import ProbeError, prepare_single, record_masses
 
 if TYPE_CHECKING:
     from harness.api.specs import TaskSpec
+    from harness.probes.maps import MapsConfig
     from harness.schema.ranking import Ranking
 
 __all__ = [
@@ -80,6 +83,7 @@ class RankReport:
     skipped: dict[str, list[dict[str, str]]]
     files: list[Path]
     profile: dict[str, Any] | None = None
+    maps: dict[str, int] | None = None
 
 
 def _plain(value: Any) -> Any:
@@ -300,13 +304,16 @@ def run_rank(
     plots: bool = True,
     skip_bad_docs: bool = False,
     request: dict[str, Any] | None = None,
+    maps: MapsConfig | None = None,
 ) -> RankReport:
-    """Probe the tasks; write ranking, cross-task report, sparsity profile, heatmaps.
+    """Probe the tasks; write ranking, cross-task report, sparsity profile, heatmaps, maps.
 
     ``ranking.json`` is written last, each file whole (atomically): a run killed midway leaves
     no ranking, so whoever finds one finds the other files and figures beside it. ``request``
     (the caller's record of what the ranking was made for: model, task specs, seed) is kept in
     the ranking's settings, so that a resume can tell a ranking made for something else.
+    ``maps`` (:class:`~harness.probes.maps.MapsConfig`): also the attention maps (written
+    before the ranking); None: none.
     """
     from harness.probes.profile import ranking_profiles
     from harness.schema.ranking import save_ranking
@@ -325,9 +332,15 @@ def run_rank(
     profile = ranking_profiles(ranking, n_boot=n_boot)
     write_json_atomic(out / "profile.json", profile, indent=1, allow_nan=False)
     figures = draw_heatmaps(ranking, out) if plots else []
+    counts, maps_files = None, []
+    if maps is not None and maps.n > 0:
+        from harness.probes.maps import write_maps
+
+        path, counts = write_maps(adapter, tspecs, ranking, out, maps, progress=progress)
+        maps_files = [path, path.with_suffix(".npz")]
     files = [save_ranking(out / "ranking.json", ranking), out / "spearman.json"]
-    files += [out / "profile.json", *figures]
-    return RankReport(ranking, cross, skipped, files, profile)
+    files += [out / "profile.json", *figures, *maps_files]
+    return RankReport(ranking, cross, skipped, files, profile, counts)
 
 
 def _fmt(x: float | None) -> str:
@@ -362,6 +375,10 @@ def format_report(report: Any) -> str:
         from harness.probes.profile import format_profile
 
         parts += ["", format_profile(report.profile)]
+    if report.maps is not None:
+        m = report.maps
+        line = f"attention maps: {m['samples']} samples ({m['computed']} tasks computed, "
+        parts += ["", line + f"{m['kept']} kept from the last run)"]
     skips = {n: len(v) for n, v in report.skipped.items() if v}
     if skips:
         parts += ["", "skipped samples: " + ", ".join(f"{n}: {k}" for n, k in skips.items())]

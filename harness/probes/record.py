@@ -70,12 +70,25 @@ def span_masks(
 
 @contextmanager
 def recording(
-    model: Any, query_mask: torch.Tensor, key_masks: Mapping[str, torch.Tensor]
+    model: Any,
+    query_mask: torch.Tensor,
+    key_masks: Mapping[str, torch.Tensor],
+    *,
+    layers: Sequence[int] | None = None,
+    keep_mean: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Record, in every decoder layer, the mass of the query rows on each key-column set.
 
     The recording plan is merged into any plan already installed (an attached intervention
     stays active; the record then sees that intervention's windows).
+
+    Args:
+        model: A model whose text decoder is on the dispatch.
+        query_mask: (1, S) query rows.
+        key_masks: Name → (1, S) key columns.
+        layers: Record only these layers (default: all).
+        keep_mean: Also keep the rows' mean distribution per head (``(1, H, S)`` per layer,
+            :attr:`~harness.attention.plan.AttentionRecorder.mean_row`).
 
     Yields:
         Name → :class:`~harness.attention.record.AttentionRecorder`, filled by forwards run
@@ -92,10 +105,13 @@ def recording(
         plan_scope,
     )
 
-    layers = geometry_of(model).num_layers
+    if layers is None:
+        layers = range(geometry_of(model).num_layers)
     recorders = {name: AttentionRecorder() for name in key_masks}
-    specs = tuple(RecordSpec(recorders[n], query_mask, m) for n, m in key_masks.items())
-    plan = Plan({layer: LayerPlan(record=specs) for layer in range(layers)})
+    specs = tuple(
+        RecordSpec(recorders[n], query_mask, m, keep_mean=keep_mean) for n, m in key_masks.items()
+    )
+    plan = Plan({layer: LayerPlan(record=specs) for layer in layers})
     base = current_plan(model)
     with plan_scope(model, plan if base is None else merge_plans(base, plan)):
         yield recorders

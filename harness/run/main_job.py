@@ -4,7 +4,7 @@ One command runs the whole protocol on one model and writes everything into one
 output directory:
 
 1. ``rank/`` — RAM ranking of heads on the grounded tasks (CoRe heads), cross-task
-   Spearman, heatmaps;
+   Spearman, heatmaps, attention maps of a few samples (``rank/maps.json``);
 2. ``accuracy/`` — the accuracy grid: baseline, top-k / bottom-k / random-k head
    ablation at a few k (random: several seeded draws), SAP, and hybrid attention at a
    few keep fractions, static (the ranking's top heads) and input-adaptive
@@ -75,6 +75,8 @@ class ProtocolConfig:
         skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
         order: Evaluation order of the accuracy grid: ``sample`` (each batch processed once
             for all cells) or ``cell`` (the reference; same outputs).
+        maps: Attention maps of the first ``maps`` ranked samples per task (``rank/maps.json``;
+            0: none) for the top/bottom ``maps_heads`` and ``maps_random`` seeded heads.
     """
 
     tasks: tuple[str, ...] = field(default_factory=mini_tasks)
@@ -100,6 +102,9 @@ class ProtocolConfig:
     gen_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_bad_docs: bool = False
     order: str = "sample"
+    maps: int = 4
+    maps_heads: int = 4
+    maps_random: int = 2
 
     def __post_init__(self) -> None:
         from harness.api.generation import check_gen_kwargs
@@ -109,6 +114,9 @@ class ProtocolConfig:
             n = getattr(self, name)
             if not (n >= 1 and float(n).is_integer() or 0 < n < 1):
                 raise SpecError(f"main job: {name} must be a count ≥ 1 or a fraction 0 < x < 1")
+        for name in ("maps", "maps_heads", "maps_random"):
+            if getattr(self, name) < 0:
+                raise SpecError(f"main job: {name} must be ≥ 0, got {getattr(self, name)}")
         for name in ("n_diagnose", "batch_size", "random_draws"):
             if getattr(self, name) < 1:
                 raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
@@ -216,6 +224,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.run.stages import (
         StageTimings,
         bench_stage,
+        maps_stage,
         scaled_window,
         task_lengths,
         unwindowed_tasks,
@@ -248,6 +257,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
                 request=request,
             )
             print(format_report(report))
+        maps_stage(adapter, rank_specs, out / "rank", cfg)
 
     task_specs = tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
     lengths = task_lengths(adapter, task_specs, cfg, out)

@@ -26,6 +26,7 @@ __all__ = [
     "task_lengths",
     "window_record",
     "bench_stage",
+    "maps_stage",
 ]
 
 
@@ -204,3 +205,17 @@ def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) 
                           window=cfg.bench_window or window, scope="attention", repeats=3,
                           seed=cfg.seed, **where)  # fmt: skip
     write_json_atomic(path, bench_document("hybrid", rows))
+
+
+def maps_stage(adapter: Any, rank_specs: list[Any], rank_dir: Path, cfg: Any) -> None:
+    """Stage 1's attention maps (``rank_dir/maps.json``), kept on resume when still current."""
+    from harness.probes.maps import MapsConfig, write_maps
+    from harness.schema.ranking import load_ranking
+
+    if not cfg.maps:
+        return
+    mcfg = MapsConfig(cfg.maps, cfg.maps_heads, cfg.maps_heads, cfg.maps_random, seed=cfg.seed)
+    ranking = load_ranking(rank_dir / "ranking.json")
+    path, counts = write_maps(adapter, rank_specs, ranking, rank_dir, mcfg)
+    state = "reusing" if not counts["computed"] else "wrote"
+    print(f"   {state} {path}: attention maps of {counts['samples']} samples")

@@ -32,10 +32,11 @@ of files and the media they show (all paths relative to the folder holding ``map
 
 Per sample, ``maps.npz`` holds (V = the sample's visual tokens, in input order):
 
-- ``<key>.attn`` float16 ``[K, V]``: per selected head (the order of ``heads``), the mean over
+- ``<key>.attn`` float32 ``[K, V]``: per selected head (the order of ``heads``), the mean over
   the instruction (question) rows of the post-softmax attention on each visual token (float32
   softmax of the recorded rows, as the RAM probe computes it). Summed over the evidence tokens
-  it is the sample's RAM of that head (``ram``, up to float16 rounding).
+  it is the sample's RAM of that head (``ram``, up to float32 rounding). float32, not float16:
+  low-RAM heads put ~1e-10 on a token, which float16 flushes to zero.
 - ``<key>.rects`` float32 ``[V, 4]``: each token's footprint ``x1, y1, x2, y2`` (x2/y2
   exclusive) in **original** pixels of its medium: the pixels whose content reaches the token,
   the inverse of the evidence map (a box equal to a footprint selects that token). NaN rows:
@@ -97,7 +98,7 @@ REQUIRED_SETTINGS = ("maps", "top", "bottom", "random", "seed", "media_max_side"
 WHY = ("top", "bottom", "random")
 MEDIA_KINDS = ("image", "page", "frame")
 EVIDENCE_KINDS = ("box", "tube", "page")
-_ARRAYS = {"attn": np.float16, "rects": np.float32, "media": np.int16}
+_ARRAYS = {"attn": np.float32, "rects": np.float32, "media": np.int16}
 _ARRAYS.update({"evidence": np.bool_, "positions": np.int32})
 
 
@@ -283,7 +284,7 @@ def save_maps(directory: str | os.PathLike, maps: Maps) -> Path:
     Returns:
         The path of ``maps.json``.
     """
-    from harness.schema.results import write_json_atomic
+    from harness.schema.results import file_mode, write_json_atomic
 
     maps.validate()
     root = Path(directory)
@@ -294,6 +295,7 @@ def save_maps(directory: str | os.PathLike, maps: Maps) -> Path:
             arrays.update(s.arrays())
     fd, tmp = tempfile.mkstemp(prefix=f".{MAPS_NPZ}.", suffix=".tmp", dir=root)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
             fh.flush()

@@ -105,7 +105,7 @@ def write_example_maps(
                     regions=tuple(regions),
                     frames_per_token=per_token,
                     ram=tuple(float(x) for x in attn[:, evidence].sum(1)),
-                    attn=attn.astype(np.float16),
+                    attn=attn.astype(np.float32),
                     rects=rects,
                     token_media=owner,
                     evidence=evidence,

@@ -6,6 +6,7 @@ import pytest
 
 from harness.api.specs import ModelSpec
 from harness.run.main_job import ProtocolConfig, run_protocol
+from harness.schema.maps import load_maps
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +42,7 @@ def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
     out = tmp_path / "out"
     for rel in (
         "rank/ranking.json",
+        "rank/maps.json",
         "accuracy/results.json",
         "bench_hybrid.json",
         "diagnose/diagnostics_paper.json",
@@ -57,6 +59,12 @@ def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
     assert all("hybrid_adaptive_keep0.25" in row for row in summary["per_task"].values())
     assert all("hybrid_adaptive_ranked_keep0.25" in row for row in summary["per_task"].values())
     assert summary["hybrid_speed"] and summary["hybrid_speed"][0]["length"] == 256
+    maps = load_maps(out / "rank")  # stage 1's attention maps: 4 samples, top 4 + bottom 4
+    assert maps.settings["maps"] == 4 and len(maps.tasks["refcocog_mini"].samples) == 4
+    whys = [h.why for h in maps.tasks["refcocog_mini"].heads]
+    assert whys == ["top"] * 4 + ["bottom"] * 4  # all 2 × 4 heads: none left to draw
+    npz = (out / "rank" / "maps.npz").stat().st_mtime_ns
     # Rerunning resumes every stage instead of recomputing.
     again = run_protocol(model, cfg, out)
     assert again["per_task"] == summary["per_task"]
+    assert (out / "rank" / "maps.npz").stat().st_mtime_ns == npz

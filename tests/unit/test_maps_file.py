@@ -27,7 +27,7 @@ def test_example_round_trip(tmp_path):
     kinds = [s.evidence_kind for s in task.samples]
     assert kinds == ["box", "tube", "page"]
     for s in task.samples:
-        assert s.attn.dtype == np.float16 and s.attn.shape == (3, len(s.positions))
+        assert s.attn.dtype == np.float32 and s.attn.shape == (3, len(s.positions))
         assert s.evidence.any() and s.evidence.dtype == bool
         # the stored RAM is the attention summed over the evidence tokens
         np.testing.assert_allclose(
