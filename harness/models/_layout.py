@@ -248,6 +248,11 @@ class Footprints:
     layout: Layout
     frames_per_token: int = 1
 
+    @staticmethod
+    def frame_source(frame: int) -> int:
+        """The layout's source id of video frame ``frame`` (:data:`FRAME` + ``frame``)."""
+        return FRAME + frame
+
     @classmethod
     def of(cls, positions: list[int], layout: Layout, frames_per_token: int = 1) -> Footprints:
         """Footprints of tokens at ``positions`` (the layout's order), sorted by position."""

@@ -26,7 +26,6 @@ import numpy as np
 
 from harness.api.payloads import BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
 from harness.api.task import BadDoc, SampleError, build_task
-from harness.models._layout import FRAME
 from harness.probes.record import ProbeError, prefill, prepare_single, recording, span_masks
 from harness.schema.maps import MapHead, MediaRef, Region, SampleMaps, TaskMaps
 
@@ -90,7 +89,9 @@ def select_heads(mean: Any, cfg: MapsConfig, task: str) -> tuple[MapHead, ...]:
     )
 
 
-def _media(request: Any, root: Path, rel: str, max_side: int) -> tuple[list[MediaRef], dict]:
+def _media(
+    request: Any, fp: Any, root: Path, rel: str, max_side: int
+) -> tuple[list[MediaRef], dict]:
     """The request's media as stored PNGs, and layout source id → index in that list."""
     from harness.media.store import store_png
 
@@ -103,18 +104,19 @@ def _media(request: Any, root: Path, rel: str, max_side: int) -> tuple[list[Medi
         path = f"{rel}_{m}.png"
         stored = store_png(image, root / path, max_side)
         refs.append(MediaRef(kind, i, path, image.size[0], image.size[1], *stored))
-        index[FRAME + i if kind == "frame" else m] = m  # images then pages: source = m
+        index[fp.frame_source(i) if kind == "frame" else m] = m  # images, pages: source = m
     return refs, index
 
 
-def _regions(evidence: Any, request: Any, index: dict) -> tuple[str, tuple[Region, ...]]:
+def _regions(evidence: Any, request: Any, fp: Any, index: dict) -> tuple[str, tuple[Region, ...]]:
     def box(b: Any) -> tuple[float, ...]:
         return (float(b.x1), float(b.y1), float(b.x2), float(b.y2))
 
     if isinstance(evidence, BoxEvidence):
         return "box", (Region(index[evidence.image_index], box(evidence.box)),)
     if isinstance(evidence, TubeEvidence):
-        return "tube", tuple(Region(index[FRAME + f], box(b)) for f, b in evidence.boxes.items())
+        frames = evidence.boxes.items()
+        return "tube", tuple(Region(index[fp.frame_source(f)], box(b)) for f, b in frames)
     if isinstance(evidence, PageEvidence):
         base, out = len(request.images), []
         for page in evidence.pages:
@@ -158,8 +160,8 @@ def sample_maps(
     pos = torch.as_tensor(fp.positions, dtype=torch.long)
     attn = np.stack([rec.mean_row[h.layer][0, h.head, pos].double().numpy() for h in heads])
     ram = tuple(float(rec.mass[h.layer][0, h.head]) for h in heads)
-    media, index = _media(request, root, media_rel, max_side)
-    kind, regions = _regions(evidence, request, index)
+    media, index = _media(request, fp, root, media_rel, max_side)
+    kind, regions = _regions(evidence, request, fp, index)
     token_media = np.array([index.get(int(s), -1) for s in fp.layout.source], dtype=np.int16)
     return SampleMaps(
         key=key,

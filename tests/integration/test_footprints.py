@@ -32,7 +32,7 @@ from harness.api.payloads import (  # noqa: E402
     TubeEvidence,
     Video,
 )
-from harness.models._layout import FRAME  # noqa: E402
+from harness.models.llava import FRAME  # noqa: E402
 from tests.integration.test_evidence_conformance import FAMILIES  # noqa: E402
 from tests.integration.test_evidence_conformance import adapter as real_adapter  # noqa: E402
 
