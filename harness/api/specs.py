@@ -380,9 +380,11 @@ def parse_intervention(text: str) -> InterventionSpec:
     """
     text = text.strip()
     if text.startswith("{"):
+        from harness.api.strict_yaml import RunFileError, load_json
+
         try:
-            return InterventionSpec.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
+            return InterventionSpec.from_dict(load_json(text))
+        except (json.JSONDecodeError, RunFileError) as exc:
             raise SpecError(f"intervention JSON is malformed: {exc}") from None
     name, _, rest = text.partition(":")
     args: dict[str, Any] = {}
@@ -404,9 +406,11 @@ def parse_task(text: str) -> TaskSpec:
     """Parse a bare task name or a JSON object for one task."""
     text = text.strip()
     if text.startswith("{"):
+        from harness.api.strict_yaml import RunFileError, load_json
+
         try:
-            return TaskSpec.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
+            return TaskSpec.from_dict(load_json(text))
+        except (json.JSONDecodeError, RunFileError) as exc:
             raise SpecError(f"task JSON is malformed: {exc}") from None
     if not text:
         raise SpecError("empty task name")

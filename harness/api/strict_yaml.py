@@ -6,8 +6,9 @@ Two things plain ``yaml.safe_load`` lets through are refused here:
   it, before anything is expanded, so a few hundred bytes of nested aliases ("billion laughs")
   or an alias that refers to itself cost one line of error, not minutes, memory or a
   ``RecursionError``. A run file has no need of them: write the value out;
-- a key given twice in one mapping (YAML and JSON alike): the parsers silently keep the last,
-  so half of what was written would be ignored.
+- a key given twice in one mapping (YAML and JSON alike, run files and the JSON forms of
+  ``--task-args``, ``--model-args``, ``--gen_kwargs``, ``--tasks`` and ``--interventions``): the
+  parsers silently keep the last, so half of what was written would be ignored.
 
 Light at import (PyYAML is imported when a YAML file is read).
 """

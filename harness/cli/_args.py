@@ -49,9 +49,11 @@ def parse_mapping(
     if not text:
         return {}
     if text.startswith("{"):
+        from harness.api.strict_yaml import RunFileError, load_json
+
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
+            value = load_json(text)
+        except (json.JSONDecodeError, RunFileError) as exc:
             raise SpecError(f"{flag}: malformed JSON ({exc})") from None
         if not isinstance(value, dict):
             raise SpecError(f"{flag} must be a JSON object or key=value,key=value")

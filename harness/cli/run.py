@@ -228,11 +228,13 @@ def _spec_error(message: str) -> Exception:
 def _task_args(args: argparse.Namespace) -> dict[str, Any] | None:
     import json
 
+    from harness.api.strict_yaml import RunFileError, load_json
+
     if args.task_args is None:
         return None
     try:
-        return json.loads(args.task_args)
-    except json.JSONDecodeError as exc:
+        return load_json(args.task_args)
+    except (json.JSONDecodeError, RunFileError) as exc:
         raise _spec_error(f"--task-args: malformed JSON ({exc})") from None
 
 

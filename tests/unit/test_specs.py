@@ -164,3 +164,23 @@ def test_run_file_takes_the_command_line_shorthands(tmp_path):
     (tmp_path / "bad.yaml").write_text("tasks: [pope_mini]\nlimit: 0\n")
     with pytest.raises(SpecError, match="limit"):
         load_run_file(tmp_path / "bad.yaml")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--task-args", '{"pope_mini": {"n": 2}, "pope_mini": {"n": 3}}'],
+        ["--model-args", '{"dtype": "float32", "dtype": "bfloat16"}'],
+        ["--interventions", '{"name": "ablate", "name": "sap"}'],
+        ["--tasks", '{"name": "pope_mini", "limit": 1, "limit": 2}'],
+    ],
+)
+def test_a_key_given_twice_in_a_json_flag_is_refused(tmp_path, capsys, argv):
+    """Before: the JSON parser kept the last value silently."""
+    from harness.cli.main import main
+
+    out = tmp_path / "out"
+    base = ["run", "--tasks", "pope_mini", "--interventions", "none", "--output", str(out)]
+    assert main([*base, *argv]) == 2
+    assert "is given twice in one mapping" in capsys.readouterr().err
+    assert not out.exists()
