@@ -49,6 +49,15 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_DEBUG_HELP = "print full tracebacks, usage errors included"
+_EXIT_CODES = """exit codes:
+  0    done
+  2    a usage error: one line naming what to fix, with a hint
+  1    a run that failed midway (rerun the same command to resume), or a bug: one line
+       and the file its traceback was saved to (--debug prints it)
+  130  interrupted (rerun the same command to resume)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level argument parser."""
     from harness import __version__
@@ -57,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="headscope",
         description="Head-level mechanistic interventions on multimodal LLMs.",
+        epilog=_EXIT_CODES,
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
@@ -101,9 +111,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
         doc = (obj.__doc__ or "").strip().splitlines()
         print(f"{name:24s} {doc[0] if doc else ''}")
     return 0
-
-
-_DEBUG_HELP = "print full tracebacks, usage errors included"
 
 
 def _take_debug(argv: list[str]) -> bool:
