@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, EvaluationError):
             if debug:
                 traceback.print_exception(exc, file=sys.stderr)
-            print(f"{prog}: run failed: {exc}", file=sys.stderr)
+            print(f"headscope: run failed: {exc}", file=sys.stderr)
             print("rerun the same command to resume", file=sys.stderr)
             return 1
         return _report_bug(prog, exc, debug)

@@ -148,3 +148,15 @@ def test_the_traceback_is_printed_when_it_cannot_be_saved(
     err = capsys.readouterr().err
     assert err.startswith("Traceback") and "_inner_bug" in err
     assert err.splitlines()[-1] == "headscope run: internal error: ValueError: boom inside the code"
+
+
+def test_a_run_failed_midway_keeps_its_message_and_exit_1(run_raises, traceback_dir, capsys):
+    from harness.run.evaluator import EvaluationError
+
+    run_raises(lambda: EvaluationError("task 'x', doc '3': the scorer crashed"))
+    assert cli.main(["run", "--tasks", "test_echo"]) == 1
+    assert capsys.readouterr().err == (
+        "headscope: run failed: task 'x', doc '3': the scorer crashed\n"
+        "rerun the same command to resume\n"
+    )
+    assert not traceback_dir.exists()
