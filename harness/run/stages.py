@@ -121,16 +121,29 @@ def scaled_window(lengths: dict[str, dict[str, Any]], fraction: float) -> int:
 
 
 def task_lengths(adapter: Any, specs: tuple[Any, ...], cfg: Any, out: Path) -> dict:
-    """The tasks' prompt lengths (``sequence_lengths.json``), when a setting scales with them."""
+    """The tasks' prompt lengths (``sequence_lengths.json``), when a setting scales with them.
+
+    Each task's entry records its spec (``spec``); a file measured for other tasks or task
+    arguments (a resumed job given other ones) is measured again, never reused.
+    """
+    import dataclasses
+
     if cfg.hybrid_window is not None and cfg.bench_lengths is not None:
         return {}
     path = out / "sequence_lengths.json"
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
+    wanted = {t.name: json.loads(json.dumps(dataclasses.asdict(t))) for t in specs}
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if {k: v.get("spec") for k, v in found.items()} == wanted:
+            return found
+    except (OSError, ValueError, AttributeError):
+        pass
     from harness.schema.results import write_json_atomic
 
     print("   measuring the tasks' prompt lengths (they scale the hybrid window / bench)")
     lengths = measure_lengths(adapter, list(specs))
+    for name, stats in lengths.items():
+        stats["spec"] = wanted[name]
     write_json_atomic(path, lengths)
     return lengths
 
