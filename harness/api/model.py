@@ -158,6 +158,16 @@ class ModelAdapter:
         """Text-decoder geometry (layers, heads, KV heads, head_dim, hidden)."""
         from harness.api.anatomy import geometry_of
 
+        if getattr(self.model, "config", None) is None:  # e.g. a plugin's rule-based model
+            from harness.api.errors import UsageError
+
+            raise UsageError(
+                f"model family {self.registry_name!r} has no transformers model (its adapter's "
+                f"model is {type(self.model).__name__}), so it has no attention heads for "
+                "headscope's interventions to act on",
+                hint="use --interventions none or the plugin's own interventions, or load a "
+                "transformers model in the adapter (docs/adding_a_family.md)",
+            )
         return geometry_of(self.model)
 
     def settings(self) -> dict[str, Any]:

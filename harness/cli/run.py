@@ -85,7 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=limit_value,
         default=None,
         metavar="N",
-        help="documents per task: a count, or a fraction 0<x<1 of each task",
+        help="documents per task: a count, or a fraction 0<x<1 of each task (the main job: "
+        "accuracy grid and ranking, and diagnose when fewer than its 8)",
     )
     ev.add_argument(
         "--batch-size",
@@ -362,6 +363,9 @@ def main_job(args: argparse.Namespace) -> int:
         )
     if args.limit is not None:
         kwargs.update(n_eval=args.limit, n_rank=args.limit)
+        default = ProtocolConfig.__dataclass_fields__["n_diagnose"].default
+        if args.limit >= 1 and args.limit < default:  # diagnose follows a smaller --limit
+            kwargs["n_diagnose"] = int(args.limit)
     task_args = _task_args(args)
     names = list(kwargs.get("tasks") or mini_tasks())
     if task_args is not None:

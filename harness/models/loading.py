@@ -33,6 +33,7 @@ __all__ = [
     "torch_dtype",
     "resolve_checkpoint",
     "check_device",
+    "hub_reachable",
     "missing_device",
     "processor_arg_names",
     "check_processor_args",
@@ -62,7 +63,11 @@ def _looks_local(path: str) -> bool:
     return path.startswith(("/", "./", "../", "~", ".\\")) or "\\" in path or path.count("/") > 1
 
 
-def _hub_reachable() -> bool:
+def hub_reachable() -> bool:
+    """Whether the Hugging Face hub answers (a TCP connection within HUB_TIMEOUT_S).
+
+    False at once when ``HF_HUB_OFFLINE`` is set.
+    """
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return False
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
@@ -100,10 +105,10 @@ def resolve_checkpoint(spec: ModelSpec, default: str | None) -> tuple[str, dict[
             f"{who}: checkpoint directory {path!r} does not exist (or is not a directory)"
         )
     if _in_cache(path, spec.revision):
-        if not _hub_reachable():
+        if not hub_reachable():
             return path, {"local_files_only": True}
         return path, {}
-    if not _hub_reachable():
+    if not hub_reachable():
         raise CheckpointError(
             f"{who}: checkpoint {path!r} is not on this machine (not a local directory, not "
             "in the Hugging Face cache) and the hub cannot be reached (no network or "

@@ -140,6 +140,10 @@ def run_grid(
         from harness.api.registry import MODEL_FAMILIES
 
         MODEL_FAMILIES.get(spec.model.name)  # unknown family: fail before touching the disk
+        if not spec.model.device_map and world == 1:  # no GPU: say so before reading any data
+            from harness.models.loading import check_device
+
+            check_device(spec.model.device)
     if world > 1:
         dist.init_process_group()
     lock = OutputLock(out) if rank == 0 else None

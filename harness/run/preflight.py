@@ -79,4 +79,5 @@ def check_interventions(interventions: list[tuple[Any, Any]], adapter: Any) -> N
             with interv.attach(adapter):
                 pass
         except (ValueError, OSError, KeyError) as exc:
-            raise InterventionError(f"intervention {ispec.label!r}: {exc}") from exc
+            hint = getattr(exc, "hint", None)
+            raise InterventionError(f"intervention {ispec.label!r}: {exc}", hint=hint) from exc

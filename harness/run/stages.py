@@ -27,6 +27,8 @@ __all__ = [
     "window_record",
     "bench_stage",
     "maps_stage",
+    "FEW_SAMPLES",
+    "small_sample_warnings",
 ]
 
 
@@ -232,3 +234,27 @@ def maps_stage(adapter: Any, rank_specs: list[Any], rank_dir: Path, cfg: Any) ->
     path, counts = write_maps(adapter, rank_specs, ranking, rank_dir, mcfg)
     state = "reusing" if not counts["computed"] else "wrote"
     print(f"   {state} {path}: attention maps of {counts['samples']} samples")
+
+
+#: Fewer documents per task than this: the main job warns that its intervals mean little.
+FEW_SAMPLES = 30
+
+
+def small_sample_warnings(n_eval: float, n_rank: float) -> list[str]:
+    """What the main job says when ``n_eval`` / ``n_rank`` are counts below FEW_SAMPLES."""
+    given = {"n_rank": n_rank, "n_eval": n_eval}
+    what = {
+        "n_rank": "the ranking's bootstrap CIs (Spearman ρ, sparsity profiles)",
+        "n_eval": "the accuracy stderrs and random-k spreads",
+    }
+    small = {k: int(given[k]) for k in what if 1 <= given[k] < FEW_SAMPLES}
+    if not small:
+        return []
+    values = set(small.values())
+    counts = (
+        str(*values) if len(values) == 1 else " / ".join(f"{n} ({k})" for k, n in small.items())
+    )
+    return [
+        f"{counts} documents per task: {' and '.join(what[k] for k in small)} come from so "
+        f"few samples that they mean little; use at least {FEW_SAMPLES} per task (--limit)"
+    ]

@@ -21,8 +21,9 @@ Stable API (video tasks import it too):
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -173,21 +174,45 @@ def load_rows(
             raise TaskLoadError(f"{where}: cannot read {files}: {exc}") from exc
     if dataset_id is None:
         raise TaskLoadError(f"{where}: no dataset_id, data_files or data_dir given")
+    from harness.models.loading import hub_reachable
+
+    offline = not hub_reachable()  # then only the local cache, with no network retries
     errors = []
     for candidate in candidate_ids(dataset_id, media):
         try:
-            if hub_files is not None:
-                return datasets.load_dataset(
-                    candidate, data_files={split: hub_files}, split=split, revision=revision
-                )
-            return datasets.load_dataset(candidate, config, split=split, revision=revision)
+            with _offline() if offline else contextlib.nullcontext():
+                if hub_files is not None:
+                    return datasets.load_dataset(
+                        candidate, data_files={split: hub_files}, split=split, revision=revision
+                    )
+                return datasets.load_dataset(candidate, config, split=split, revision=revision)
         except Exception as exc:  # noqa: BLE001 - try the next id, report all at the end
             errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
+    if offline:
+        raise TaskLoadError(
+            f"{where}: split {split!r} of {dataset_id!r} is not in the local datasets cache and "
+            "the hub cannot be reached (no network or HF_HUB_OFFLINE set). Pass data_files=... "
+            "or data_dir=... (--task-args) to read local parquet/JSON files."
+        )
     raise TaskLoadError(
         f"{where}: could not load split {split!r} from the hub ("
         + "; ".join(errors)
         + "). Pass data_files=... or data_dir=... to read local parquet/JSON files."
     )
+
+
+@contextlib.contextmanager
+def _offline() -> Iterator[None]:
+    """Offline mode (the local cache only) for datasets and huggingface_hub, for the duration."""
+    import datasets.config
+    import huggingface_hub.constants as hub
+
+    saved = datasets.config.HF_HUB_OFFLINE, hub.HF_HUB_OFFLINE
+    datasets.config.HF_HUB_OFFLINE = hub.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets.config.HF_HUB_OFFLINE, hub.HF_HUB_OFFLINE = saved
 
 
 class RowSource:

@@ -271,3 +271,35 @@ def test_run_file_takes_limit_and_scoring_like_the_flags(tmp_path):
     assert spec_from_args(flag).tasks[0].args["scoring"] == "official"  # the flag wins
     run_file.write_text("tasks: pope_mini\nscoring: 3\n")
     assert cli.main(["run", "--config", str(run_file)]) == 2
+
+
+def test_main_job_limit_reaches_diagnose_and_few_samples_are_warned(monkeypatch, capsys):
+    from harness.cli.run import main_job as run_main_job
+    from harness.run import main_job, stages
+
+    seen = {}
+    monkeypatch.setattr(main_job, "run_protocol", lambda spec, cfg, out: seen.update(cfg=cfg))
+    parser = cli.build_parser()
+    for limit, diagnose in (("3", 3), ("500", 8), ("0.5", 8)):
+        args = parser.parse_args(["run", "--limit", limit, "--output", "unused"])
+        assert run_main_job(args) == 0
+        assert seen["cfg"].n_diagnose == diagnose
+    assert stages.small_sample_warnings(3, 3) == [
+        "3 documents per task: the ranking's bootstrap CIs (Spearman ρ, sparsity profiles) and "
+        "the accuracy stderrs and random-k spreads come from so few samples that they mean "
+        "little; use at least 30 per task (--limit)"
+    ]
+    assert stages.small_sample_warnings(64, 0.5) == []
+    assert len(stages.small_sample_warnings(64, 10)) == 1
+
+
+def test_main_job_warns_before_it_starts(monkeypatch, tmp_path, capsys):
+    from harness.run import main_job
+
+    monkeypatch.setattr(main_job, "_stages", lambda spec, cfg, out: {})
+    out = tmp_path / "job"
+    assert cli.main(["run", "--limit", "3", "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "headscope: warning: 3 documents per task" in err
+    assert cli.main(["run", "--limit", "40", "--output", str(tmp_path / "j2")]) == 0
+    assert "warning" not in capsys.readouterr().err

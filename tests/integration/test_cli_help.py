@@ -70,3 +70,27 @@ def test_rescore_scoring_help_names_the_modes(capsys):
     text = re.sub(r"\s+", " ", _help(["rescore", "--help"], capsys))
     for mode in ("official", "lmms_eval", "lenient", "docs/scoring.md"):
         assert mode in text
+
+
+@pytest.mark.parametrize("command", ["rank", "diagnose"])
+def test_rank_and_diagnose_turn_the_weight_loading_bar_off_in_logs(command, monkeypatch, tmp_path):
+    """Not on a terminal (as under pytest): HF's bars are off before the model loads."""
+    import transformers.utils.logging as hf_logging
+
+    import harness.cli._probe_args as probe_args
+    from harness.api.errors import UsageError
+
+    seen = {}
+
+    def load_model(args):
+        seen["bar"] = hf_logging.is_progress_bar_enabled()
+        raise UsageError("stop here")
+
+    monkeypatch.setattr(probe_args, "load_model", load_model)
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    hf_logging.enable_progress_bar()
+    try:
+        assert cli.main([command, "--limit", "1", "--output", str(tmp_path / command)]) == 2
+    finally:
+        hf_logging.enable_progress_bar()
+    assert seen == {"bar": False}

@@ -179,3 +179,16 @@ def test_a_plugin_task_run_is_rescored_ranked_and_tabled_with_include_path(tmp_p
     rank_out = str(tmp_path / "rank")
     rank = headscope("rank", *plug, "--model", "echo", "--tasks", "shout", "--output", rank_out)
     assert rank.returncode == 2 and "task 'shout' is not grounded" in rank.stderr
+
+
+def test_a_head_intervention_on_a_model_without_heads_is_one_line(tmp_path):
+    """The example's echo model has no transformers model: ablate/sap say so, nothing written."""
+    (tmp_path / "headscope_shout.py").write_text(doc_files()["headscope_shout.py"])
+    for spec in ("ablate:select=random,k=1,mode=zero", "sap"):
+        out = tmp_path / spec.split(":")[0]
+        argv = ["--model", "echo", "--tasks", "shout", "--interventions", spec]
+        proc = headscope("run", "--include_path", str(tmp_path), *argv, "--output", str(out))
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert "model family 'echo' has no transformers model" in line
+        assert "AttributeError" not in line and not out.exists()
