@@ -14,6 +14,7 @@ lmms-eval spellings are accepted (``--model_args``, ``--output_path``, ``--batch
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -387,6 +388,10 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["order"] = "cell"
     kwargs.update({k: getattr(args, k) for k in MAPS_DEFAULTS if getattr(args, k) is not None})
     cfg = ProtocolConfig(**kwargs)
+    from harness.run.stages import small_sample_warnings
+
+    for warning in small_sample_warnings(cfg.n_eval, cfg.n_rank):
+        print(f"headscope: warning: {warning}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     run_protocol(model_spec, cfg, args.output or "headscope_out")
     print(f"main job finished in {time.perf_counter() - t0:.0f} s")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,10 +208,6 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
             f"the protocol ranks heads on grounded tasks, and none of {list(cfg.tasks)} is "
             f"one; add one of {', '.join(grounded_tasks())}"
         )
-    from harness.run.stages import small_sample_warnings
-
-    for warning in small_sample_warnings(cfg.n_eval, cfg.n_rank):
-        print(f"headscope: warning: {warning}", file=sys.stderr, flush=True)
     check_main_job_dir(out, SPEC_FILE)
     with OutputLock(out, "main job directory"):
         with writing_into(out):  # a full or read-only disk: one line naming the file
