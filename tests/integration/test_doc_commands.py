@@ -41,15 +41,25 @@ def _commands(path: Path) -> list[list[str]]:
             lines.append(pending)
             pending = ""
         for line in lines:
-            for part in re.split(r"&&|\|\||;", line):
-                tokens = shlex.split(part, comments=True)
-                while tokens and re.match(r"^[A-Z_][A-Z0-9_]*=", tokens[0]):
-                    tokens.pop(0)
-                if tokens[:1] == ["headscope"]:
-                    out.append(tokens[1:])
-                elif tokens[:3] == ["python", "-m", "harness"]:
-                    out.append(tokens[3:])
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split, lexer.commenters = True, "#"
+            tokens: list[str] = []
+            for token in [*lexer, ";"]:  # commands end at ; && || |
+                if token and set(token) <= set(";&|"):
+                    _keep(tokens, out)
+                    tokens = []
+                else:
+                    tokens.append(token)
     return out
+
+
+def _keep(tokens: list[str], out: list[list[str]]) -> None:
+    while tokens and re.match(r"^[A-Z_][A-Z0-9_]*=", tokens[0]):
+        tokens = tokens[1:]  # VAR=value prefixes
+    if tokens[:1] == ["headscope"]:
+        out.append(tokens[1:])
+    elif tokens[:3] == ["python", "-m", "harness"]:
+        out.append(tokens[3:])
 
 
 COMMANDS = [(p.name, argv) for p in DOCS for argv in _commands(p)]
