@@ -48,9 +48,22 @@ def test_toy_main_job_view(tmp_path):
         open_page("index.html")
         assert driver.find_elements("css selector", "#table-accuracy_summary tbody tr")
         assert driver.find_elements("css selector", ".figures img")
+        maps = json.loads((out / "rank" / "maps.json").read_text())["tasks"]
+        assert set(maps) == set(ranking["tasks"])
         for task in ranking["tasks"]:
             open_page(f"heads.html#task={task}")
             assert len(driver.find_elements("css selector", ".grid .cell")) == layers * heads
+            # the default head is the task's first saved one: its overlays on every saved sample
+            cards = driver.find_elements("css selector", ".card.attention")
+            assert len(cards) == len(maps[task]["samples"]) > 0
+            painted = driver.execute_script(
+                "return Array.from(document.querySelectorAll('.card.attention canvas'))"
+                ".filter(function (c) { return Number(c.dataset.tokens) > 0; }).length"
+            )
+            assert painted >= len(cards)
+            open_page(f"sample.html#task={task}&id={maps[task]['samples'][0]['doc_id']}")
+            shown = driver.find_elements("css selector", "#head-overlays .card.attention")
+            assert len(shown) == len(maps[task]["heads"])
         tasks = sorted({e["task"] for e in results["entries"]})
         for task in tasks:
             open_page(f"samples.html#task={task}")
