@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["split_top_level", "typed_value", "key_values", "raw_value"]
+__all__ = ["split_top_level", "typed_value", "key_values", "raw_value", "text_fields", "text_args"]
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -76,3 +76,37 @@ def key_values(text: str) -> list[tuple[str, str, Any]]:
         key, eq, value = part.partition("=")
         out.append((key.strip() if eq else "", part.strip(), typed_value(value)))
     return out
+
+
+def text_fields(cls: type) -> frozenset[str]:
+    """Fields of ``cls`` whose declared type is text: ``str``, ``str | None``, a Literal of strings.
+
+    Their ``key=value`` values are taken as typed (:func:`raw_value`): the target asks for text,
+    so ``revision=1.10`` or ``ranking=2024.10`` must not become a number first.
+    """
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - unresolvable hints: nothing is known to be text
+        return frozenset()
+
+    def is_text(hint: Any) -> bool:
+        if hint is str:
+            return True
+        args = typing.get_args(hint)
+        if typing.get_origin(hint) is typing.Literal:
+            return all(isinstance(a, str) for a in args)
+        return bool(args) and all(a is type(None) or is_text(a) for a in args) and str in args
+
+    return frozenset(name for name, hint in hints.items() if is_text(hint))
+
+
+def text_args(intervention: str) -> frozenset[str]:
+    """:func:`text_fields` of the registered intervention ``intervention`` (none if unknown)."""
+    from harness.api.registry import INTERVENTIONS
+
+    try:
+        return text_fields(INTERVENTIONS.get(intervention))
+    except Exception:  # noqa: BLE001 - an unknown name is reported where it is built
+        return frozenset()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
-from harness.api.kv import key_values, split_top_level
+from harness.api.kv import key_values, raw_value, split_top_level, text_args
 
 __all__ = [
     "check_task_args",
@@ -388,6 +388,7 @@ def parse_intervention(text: str) -> InterventionSpec:
             raise SpecError(f"intervention JSON is malformed: {exc}") from None
     name, _, rest = text.partition(":")
     args: dict[str, Any] = {}
+    text_keys = text_args(name.strip()) if rest else frozenset()  # typed as the fields ask
     for key, part, value in key_values(rest) if rest else ():
         if not key:
             raise SpecError(
@@ -396,7 +397,7 @@ def parse_intervention(text: str) -> InterventionSpec:
             )
         if key in args:
             raise SpecError(f"intervention {text!r} sets {key!r} twice")
-        args[key] = value
+        args[key] = raw_value(part) if key in text_keys else value
     if not name:
         raise SpecError(f"intervention {text!r} has no name")
     return InterventionSpec(name=name.strip(), args=args)

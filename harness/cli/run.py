@@ -180,11 +180,12 @@ def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
     """The ModelSpec of ``--model`` / ``--model-args`` / ``--device`` over ``base`` (a dict)."""
     import dataclasses
 
+    from harness.api.kv import text_fields
     from harness.api.specs import ModelSpec
     from harness.cli._args import parse_mapping
 
     fields = {f.name: f for f in dataclasses.fields(ModelSpec)}
-    given = parse_mapping(args.model_args, "--model-args", strings=_string_fields(ModelSpec))
+    given = parse_mapping(args.model_args, "--model-args", strings=text_fields(ModelSpec))
     model = dict(base or {})
     if args.model:
         model = {"name": args.model}
@@ -211,14 +212,6 @@ def model_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
     if getattr(args, "device", None):
         model["device"] = args.device
     return ModelSpec.from_dict(model, "--model-args")
-
-
-def _string_fields(cls: type) -> frozenset[str]:
-    """Fields of dataclass ``cls`` whose type is a string (``str`` or ``str | None``)."""
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    return frozenset(k for k, h in hints.items() if h is str or str in typing.get_args(h))
 
 
 def _spec_error(message: str) -> Exception:

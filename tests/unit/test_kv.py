@@ -89,3 +89,26 @@ def test_model_args_name_cannot_switch_the_family():
         model_from_args(args)
     same = parser.parse_args(["--model", "toy", "--model_args", "name=toy"])
     assert model_from_args(same).name == "toy"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "want"),
+    [
+        ("ablate:select=top,k=1,ranking=1.10", "ranking", "1.10"),
+        ("hybrid:keep=0.1,window=8,ranking=2024.10", "ranking", "2024.10"),
+        ("ablate:select=top,k=1,ranking=r.json,ranking_task=123e456", "ranking_task", "123e456"),
+    ],
+)
+def test_intervention_text_arguments_stay_as_typed(text, key, want):
+    """Before: ranking=1.10 became the number 1.1 and was refused as 'got 1.1 (float)'."""
+    spec = parse_intervention(text)
+    assert spec.args[key] == want
+    assert isinstance(spec.args.get("k", spec.args.get("keep")), int | float)
+
+
+def test_text_fields_are_the_fields_typed_as_text():
+    from harness.api.kv import text_fields
+    from harness.api.specs import ModelSpec
+
+    text = {"name", "pretrained", "revision", "dtype", "device", "device_map"}
+    assert text_fields(ModelSpec) == text | {"attn_implementation"}
