@@ -257,3 +257,24 @@ def test_long_media_lists_are_thinned(driver, site):
     assert {0, 30, 31, 63} <= set(shown)
     few = _js(driver, "return HS.shownMedia({media: [{}, {}], evidence: {regions: []}})")
     assert few == [0, 1]
+
+
+def test_logged_text_is_shown_as_text(driver, tmp_path):
+    # model replies and prompts are data, never markup: nothing in them runs or renders
+    import json
+
+    job = write_fixture_job(tmp_path / "job", n_samples=2, tasks=("pope_mini",), grounded=())
+    log = job / "accuracy" / "samples" / "pope_mini__00.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    hostile = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
+    rows[0]["output"] = rows[0]["prompt"] = hostile
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "site"
+    build_site(collect([job], n_boot=20), out, figures=False)
+    _open(driver, (out, None), "samples.html#task=pope_mini")
+    _open(driver, (out, None), f"sample.html#task=pope_mini&id={rows[0]['doc_id']}")
+    assert hostile in driver.find_element("id", "prompts").text
+    assert hostile in driver.find_element("id", "replies").text
+    assert _count(driver, "main img") == 0 and _count(driver, "main b") == 0
+    assert driver.execute_script("return document.body.dataset.pwned") is None
+    assert console_errors(driver) == []

@@ -87,6 +87,11 @@
       return box;
     }
     var head = maps.heads[k];
+    var chips = HS.el("div", { class: "saved-heads" }, [HS.el("span", { class: "hint", text: "saved heads: " })]);
+    maps.heads.forEach(function (h) {
+      chips.appendChild(HS.el("button", { type: "button", class: "chip " + h.why + (h.name === state.head ? " chosen" : ""), "data-head": h.name, onclick: choose, text: h.name + " (" + h.why + ", rank " + h.rank + ")" }));
+    });
+    box.appendChild(chips);
     box.appendChild(HS.el("p", { class: "hint", text: head.name + ": " + head.why + " head, RAM rank " + head.rank + ", mean RAM " + HS.fmt(head.ram, 4) }));
     box.appendChild(HS.legendBar());
     maps.samples.forEach(function (s) {
