@@ -32,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port of --serve (default 8000)")
     parser.add_argument("--no-figures", action="store_true", help="leave the figures out")
     parser.add_argument(
-        "--n-boot", type=int, default=1000, help="bootstrap replicates of Spearman CIs"
+        "--n-boot",
+        type=int,
+        default=1000,
+        help="bootstrap replicates of the overview's Spearman CIs (default 1000)",
     )
 
 
