@@ -69,7 +69,10 @@ class StageTimings:
             yield
         except BaseException:
             self.data[partial] = self.data.get(partial, 0.0) + time.perf_counter() - start
-            self._save()
+            try:
+                self._save()
+            except OSError:  # e.g. the same full disk: the stage's own error is the one to tell
+                pass
             raise
         self.data[key] = self.data.pop(partial, 0.0) + time.perf_counter() - start
         self._save()

@@ -41,8 +41,12 @@ class _FullFile:
 
 
 def _one_line(err: str) -> str:
-    """The error line; the only one besides progress lines (``[headscope] ...``)."""
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[")]
+    """The error line; the only one besides progress lines and warnings."""
+    lines = [
+        line
+        for line in err.splitlines()
+        if line.strip() and not line.startswith(("[", "headscope: warning"))
+    ]
     assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
     return lines[0]
 
@@ -111,8 +115,11 @@ def test_main_job_disk_full_is_one_line_and_resumes(tmp_path, monkeypatch, capsy
     out = tmp_path / "job"
     real = os.replace
 
-    def replace(src, dst, *args, **kwargs):
-        if str(dst).endswith("spearman.json"):
+    full = []
+
+    def replace(src, dst, *args, **kwargs):  # the disk is full from spearman.json on
+        if full or str(dst).endswith("spearman.json"):
+            full.append(dst)
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
         return real(src, dst, *args, **kwargs)
 
@@ -120,6 +127,7 @@ def test_main_job_disk_full_is_one_line_and_resumes(tmp_path, monkeypatch, capsy
         m.setattr(os, "replace", replace)
         assert cli.main([*JOB, "--output", str(out)]) == 2
     line = _one_line(capsys.readouterr().err)
+    assert str(full[-1]).endswith("timings.json")  # the stage's partial time could not be kept
     assert f"{out / 'rank' / 'spearman.json'}" in line and "No space left on device" in line
     assert not list(out.rglob("*.tmp")) and not (out / "rank" / "ranking.json").exists()
     assert cli.main([*JOB, "--output", str(out)]) == 0
