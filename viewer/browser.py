@@ -50,7 +50,10 @@ def missing() -> str | None:
 
 
 def chromium(width: int = 1400, height: int = 1000) -> Any:
-    """A headless Chromium webdriver with a fresh profile and browser-console logging."""
+    """A headless Chromium webdriver logging the browser console, on a fresh profile.
+
+    The profile folder is removed by the driver's ``quit()``.
+    """
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -62,9 +65,20 @@ def chromium(width: int = 1400, height: int = 1000) -> Any:
     for flag in FLAGS:
         opts.add_argument(flag)
     opts.add_argument(f"--window-size={width},{height}")
-    opts.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='hs-view-chromium-')}")
+    profile = tempfile.mkdtemp(prefix="hs-view-chromium-")
+    opts.add_argument(f"--user-data-dir={profile}")
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(_first(DRIVERS, "chromedriver")), options=opts)
+    driver = webdriver.Chrome(service=Service(_first(DRIVERS, "chromedriver")), options=opts)
+    close = driver.quit
+
+    def quit_and_clean() -> None:
+        try:
+            close()
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+
+    driver.quit = quit_and_clean  # the fresh profile goes with the browser
+    return driver
 
 
 def console_errors(driver: Any) -> list[str]:
