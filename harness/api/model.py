@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Box, Evidence, Generation, Request
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ModelAdapter",
+    "NoHeadsError",
     "TokenSpans",
     "BoxConvention",
     "box_numbers",
@@ -60,6 +62,15 @@ def box_numbers(text: str) -> tuple[float, float, float, float] | None:
     if not all(math.isfinite(v) for v in values):
         return None
     return values  # type: ignore[return-value]
+
+
+class NoHeadsError(UsageError):
+    """A family whose adapter holds no transformers model has no heads to act on."""
+
+    hint = (
+        "use --interventions none or the plugin's own interventions, or load a transformers "
+        "model in the adapter (docs/adding_a_family.md)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +170,10 @@ class ModelAdapter:
         from harness.api.anatomy import geometry_of
 
         if getattr(self.model, "config", None) is None:  # e.g. a plugin's rule-based model
-            from harness.api.errors import UsageError
-
-            raise UsageError(
+            raise NoHeadsError(
                 f"model family {self.registry_name!r} has no transformers model (its adapter's "
                 f"model is {type(self.model).__name__}), so it has no attention heads for "
-                "headscope's interventions to act on",
-                hint="use --interventions none or the plugin's own interventions, or load a "
-                "transformers model in the adapter (docs/adding_a_family.md)",
+                "headscope's interventions to act on"
             )
         return geometry_of(self.model)
 

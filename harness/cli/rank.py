@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from harness.api.errors import UsageError
+    from harness.api.model import NoHeadsError
     from harness.api.task import build_task
     from harness.cli._args import maps_config_from_args
     from harness.cli._probe_args import load_model, task_specs_from_args
@@ -66,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
         build_task(spec.name, spec.args)
     check_rank_dir(Path(args.output))  # a grid run's or main job's directory is refused
     adapter = load_model(args)
-    geometry = getattr(adapter, "geometry", None)  # None: a stand-in without one (tests)
+    try:
+        geometry = adapter.geometry
+    except (AttributeError, NoHeadsError):  # a stand-in without one (tests), a rule-based model
+        geometry = None
     if geometry is not None:  # more heads than the model has: refused before probing
         try:
             geometry.count(args.top_k)
