@@ -100,6 +100,14 @@ def _group_names(lines: Sequence[Any], models: dict[str, str]) -> dict[tuple, st
     }
 
 
+def _higher_is_better(cell: Any, task: str, metric: str | None) -> bool:
+    """The metric's declared direction; undeclared counts as not higher-is-better (unknown)."""
+    try:
+        return metric is not None and cell.run.results.higher_is_better(task, metric)
+    except KeyError:
+        return False
+
+
 def run_name(results_path: Path) -> str:
     """A run's folder name: ``DIR`` for a main job's ``DIR/accuracy`` and ``DIR/rank`` files."""
     folder = Path(results_path).parent
@@ -122,7 +130,7 @@ def task_samples(task: str, lines: Sequence[Any], models: dict[str, str]) -> Tas
     for i, line in enumerate(lines):
         cell = line.first
         metric = primary_metric(cell)
-        hib = True if metric is None else cell.run.results.higher_is_better(task, metric)
+        hib = _higher_is_better(cell, task, metric)
         draws = [_read_rows(c) for c in line.cells]
         per_column.append(draws)
         draw_ids.append(

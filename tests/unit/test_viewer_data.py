@@ -222,3 +222,16 @@ def test_maps_of_samples_without_logs_are_not_linked(job):
     assert data.tasks == [] and data.runs == []
     samples = data.heads[0]["tasks"]["refcocog_mini"]["maps"]["samples"]
     assert samples and not any(s["logged"] for s in samples)
+
+
+def test_a_metric_without_declaration_has_unknown_correctness(tmp_path):
+    from harness.schema.results import RunResults
+
+    job = write_fixture_job(tmp_path / "job", n_samples=3, tasks=("pope_mini",), grounded=())
+    path = job / "accuracy" / "results.json"
+    res = json.loads(path.read_text())
+    res["metric_defs"] = {}  # e.g. a results file converted from another harness
+    RunResults.from_dict(res).save(path)
+    (ts,) = collect([job], n_boot=20).tasks
+    assert {s["c"] for s in ts.table["samples"]} == {"-" * len(ts.table["columns"])}
+    assert all(v is not None for s in ts.table["samples"] for v in s["s"])
