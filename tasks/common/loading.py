@@ -190,9 +190,10 @@ def load_rows(
             errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
     if offline:
         raise TaskLoadError(
-            f"{where}: split {split!r} of {dataset_id!r} is not in the local datasets cache and "
-            "the hub cannot be reached (no network or HF_HUB_OFFLINE set). Pass data_files=... "
-            "or data_dir=... (--task-args) to read local parquet/JSON files."
+            f"{where}: split {split!r} of {' / '.join(e.split(': ')[0] for e in errors)} is "
+            "not in the local datasets cache and the hub cannot be reached (no network or "
+            "HF_HUB_OFFLINE set). Pass data_files=... or data_dir=... (--task-args) to read "
+            "local parquet/JSON files."
         )
     raise TaskLoadError(
         f"{where}: could not load split {split!r} from the hub ("
