@@ -91,13 +91,17 @@ def text_fields(cls: type) -> frozenset[str]:
     except Exception:  # noqa: BLE001 - unresolvable hints: nothing is known to be text
         return frozenset()
 
+    import types
+
     def is_text(hint: Any) -> bool:
         if hint is str:
             return True
-        args = typing.get_args(hint)
-        if typing.get_origin(hint) is typing.Literal:
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin is typing.Literal:
             return all(isinstance(a, str) for a in args)
-        return bool(args) and all(a is type(None) or is_text(a) for a in args) and str in args
+        if origin in (typing.Union, types.UnionType):  # str | None: text; list[str] | str: not
+            return str in args and all(a is type(None) or is_text(a) for a in args)
+        return False
 
     return frozenset(name for name, hint in hints.items() if is_text(hint))
 

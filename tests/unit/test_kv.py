@@ -108,7 +108,13 @@ def test_intervention_text_arguments_stay_as_typed(text, key, want):
 
 def test_text_fields_are_the_fields_typed_as_text():
     from harness.api.kv import text_fields
+    from harness.api.registry import INTERVENTIONS
     from harness.api.specs import ModelSpec
+
+    ablate = text_fields(INTERVENTIONS.get("ablate"))
+    assert {"ranking", "ranking_task", "mean_reference", "select"} <= ablate
+    assert "heads" not in ablate  # list[str] | str | None: a list is not text
+    assert parse_intervention('ablate:select=heads,heads=["L0H0"]').args["heads"] == ["L0H0"]
 
     text = {"name", "pretrained", "revision", "dtype", "device", "device_map"}
     assert text_fields(ModelSpec) == text | {"attn_implementation"}
