@@ -100,23 +100,23 @@ def count_value(text: str) -> int:
 MAPS_DEFAULTS = {"maps": 4, "maps_heads": 4, "maps_random": 2}
 
 
-def add_maps_arguments(parser: Any, *, defaults: bool = True) -> None:
-    """``--maps N``, ``--maps-heads K``, ``--maps-random R`` (``defaults=False``: None)."""
-    d = MAPS_DEFAULTS if defaults else dict.fromkeys(MAPS_DEFAULTS)
+def add_maps_arguments(parser: Any) -> None:
+    """``--maps N``, ``--maps-heads K``, ``--maps-random R`` (None when not given)."""
     parser.add_argument(
         "--maps",
         type=count_value,
-        default=d["maps"],
+        default=None,
         metavar="N",
         help="attention maps of the first N ranked samples per task: the chosen heads' "
         "instruction-averaged attention on every visual token, with each token's pixel "
         "footprint, the media and the evidence (rank/maps.json + maps.npz); 0: none "
-        f"(default {MAPS_DEFAULTS['maps']})",
+        f"(default {MAPS_DEFAULTS['maps']}; skipped with a note for a model family without "
+        "token footprints unless given)",
     )
     parser.add_argument(
         "--maps-heads",
         type=count_value,
-        default=d["maps_heads"],
+        default=None,
         metavar="K",
         help=f"maps of the top-K and bottom-K heads by each task's RAM (default "
         f"{MAPS_DEFAULTS['maps_heads']})",
@@ -124,7 +124,7 @@ def add_maps_arguments(parser: Any, *, defaults: bool = True) -> None:
     parser.add_argument(
         "--maps-random",
         type=count_value,
-        default=d["maps_random"],
+        default=None,
         metavar="R",
         help=f"and of R other heads drawn with --seed (default {MAPS_DEFAULTS['maps_random']})",
     )
@@ -134,10 +134,11 @@ def maps_config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~harness.probes.maps.MapsConfig` of the flags; None for ``--maps 0``."""
     from harness.probes.maps import MapsConfig
 
-    if not args.maps:
+    given = {k: getattr(args, k) for k in MAPS_DEFAULTS}
+    n, heads, random = (MAPS_DEFAULTS[k] if v is None else v for k, v in given.items())
+    if not n:
         return None
-    heads = args.maps_heads
-    return MapsConfig(args.maps, heads, heads, args.maps_random, seed=args.seed or 0)
+    return MapsConfig(n, heads, heads, random, seed=args.seed or 0)
 
 
 SCORING_HELP = (

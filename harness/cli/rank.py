@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.api.task import build_task
     from harness.cli._args import maps_config_from_args
     from harness.cli._probe_args import load_model, task_specs_from_args
+    from harness.probes.maps import check_maps_support, maps_unsupported, supports_maps
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
     from harness.run.outdir import OutputLock, check_rank_dir
@@ -67,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
         build_task(spec.name, spec.args)
     check_rank_dir(Path(args.output))  # a grid run's or main job's directory is refused
     adapter = load_model(args)
+    maps = maps_config_from_args(args)
+    if maps is not None and not supports_maps(adapter):
+        if args.maps is not None:  # asked for: refused before probing
+            check_maps_support(adapter)
+        print(f"note: no attention maps: {maps_unsupported(adapter)}", file=sys.stderr)
+        maps = None
     try:
         geometry = adapter.geometry
     except (AttributeError, NoHeadsError):  # a stand-in without one (tests), a rule-based model
@@ -88,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 plots=not args.no_plots,
                 skip_bad_docs=args.skip_bad_docs,
-                maps=maps_config_from_args(args),
+                maps=maps,
             )
     except ProbeError as exc:  # a TaskLoadError is a usage error: exit 2
         print(f"headscope rank: {exc}", file=sys.stderr)

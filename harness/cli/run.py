@@ -142,7 +142,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="count and skip samples whose media cannot be read",
     )
     maps = p.add_argument_group("attention maps (the main job's stage 1; not grids)")
-    add_maps_arguments(maps, defaults=False)
+    add_maps_arguments(maps)
     out = p.add_argument_group("output")
     add_output_argument(out, None, "output directory (default: headscope_out)")
     out.add_argument(

@@ -8,7 +8,8 @@ no download (byte tokenizer, PIL video stand-ins).
 Files to touch for a new family (docs/adding_a_family.md has the details):
 
 1. ``harness/models/<family>.py`` — an :class:`~harness.models.hf.HFAdapter` subclass: model
-   class, box convention, ``video_as``, ``token_spans`` (evidence → visual token positions);
+   class, box convention, ``video_as``, ``token_spans`` (evidence → visual token positions),
+   ``token_footprints`` (visual token → original pixels; inherited from ``LlavaAdapter``);
 2. ``harness/models/offline/tokenizer.py`` ``FAMILIES`` (its special-token layout), and
    ``offline/`` pieces the family's processor needs without torchvision;
 3. ``harness/testing/tiny.py`` (a tiny config) and ``harness/testing/tiny_processors.py`` (its

@@ -33,7 +33,16 @@ if TYPE_CHECKING:
     from harness.api.specs import TaskSpec
     from harness.schema.ranking import Ranking, TaskRam
 
-__all__ = ["MapsConfig", "VALUES_NOTE", "select_heads", "sample_maps", "write_maps"]
+__all__ = [
+    "MapsConfig",
+    "VALUES_NOTE",
+    "check_maps_support",
+    "maps_unsupported",
+    "supports_maps",
+    "select_heads",
+    "sample_maps",
+    "write_maps",
+]
 
 VALUES_NOTE = (
     "per head, mean over the instruction rows of the post-softmax attention on each visual "
@@ -67,6 +76,28 @@ class MapsConfig:
             "samples": "the task's first `maps` ranked samples (ranking.json sample_ids)",
             "ranking": "ranking.json",
         }
+
+
+def supports_maps(adapter: Any) -> bool:
+    """Whether ``adapter`` gives each visual token's footprint (``token_footprints``)."""
+    return callable(getattr(adapter, "token_footprints", None))
+
+
+def maps_unsupported(adapter: Any) -> str:
+    """Why ``adapter`` cannot save maps (one line)."""
+    name = getattr(adapter, "registry_name", None) or type(adapter).__name__
+    return f"model family {name!r} has no token_footprints (each visual token's pixels)"
+
+
+def check_maps_support(adapter: Any) -> None:
+    """Raise a :class:`~harness.api.errors.UsageError` if ``adapter`` cannot give footprints."""
+    from harness.api.errors import UsageError
+
+    if not supports_maps(adapter):
+        raise UsageError(
+            f"attention maps: {maps_unsupported(adapter)}",
+            hint="pass --maps 0, or give the adapter token_footprints (docs/adding_a_family.md)",
+        )
 
 
 def select_heads(mean: Any, cfg: MapsConfig, task: str) -> tuple[MapHead, ...]:
@@ -240,6 +271,7 @@ def write_maps(
     from harness.api.progress import track
     from harness.schema.maps import MAPS_JSON, Maps, MapsFormatError, load_maps, save_maps
 
+    check_maps_support(adapter)
     root = Path(output)
     model = json.loads(json.dumps(dict(adapter.settings()), default=str))
     settings = cfg.settings()

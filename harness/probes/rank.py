@@ -312,8 +312,8 @@ def run_rank(
     no ranking, so whoever finds one finds the other files and figures beside it. ``request``
     (the caller's record of what the ranking was made for: model, task specs, seed) is kept in
     the ranking's settings, so that a resume can tell a ranking made for something else.
-    ``maps`` (:class:`~harness.probes.maps.MapsConfig`): also the attention maps (written
-    before the ranking); None: none.
+    ``maps`` (:class:`~harness.probes.maps.MapsConfig`): also the attention maps (after the
+    ranking; they resume on their own); None: none.
     """
     from harness.probes.profile import ranking_profiles
     from harness.schema.ranking import save_ranking
@@ -332,14 +332,14 @@ def run_rank(
     profile = ranking_profiles(ranking, n_boot=n_boot)
     write_json_atomic(out / "profile.json", profile, indent=1, allow_nan=False)
     figures = draw_heatmaps(ranking, out) if plots else []
-    counts, maps_files = None, []
-    if maps is not None and maps.n > 0:
+    files = [save_ranking(out / "ranking.json", ranking), out / "spearman.json"]
+    files += [out / "profile.json", *figures]
+    counts = None
+    if maps is not None and maps.n > 0:  # after the ranking: their own resume (write_maps)
         from harness.probes.maps import write_maps
 
         path, counts = write_maps(adapter, tspecs, ranking, out, maps, progress=progress)
-        maps_files = [path, path.with_suffix(".npz")]
-    files = [save_ranking(out / "ranking.json", ranking), out / "spearman.json"]
-    files += [out / "profile.json", *figures, *maps_files]
+        files += [path, path.with_suffix(".npz")]
     return RankReport(ranking, cross, skipped, files, profile, counts)
 
 

@@ -227,10 +227,13 @@ def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) 
 
 def maps_stage(adapter: Any, rank_specs: list[Any], rank_dir: Path, cfg: Any) -> None:
     """Stage 1's attention maps (``rank_dir/maps.json``), kept on resume when still current."""
-    from harness.probes.maps import MapsConfig, write_maps
+    from harness.probes.maps import MapsConfig, maps_unsupported, supports_maps, write_maps
     from harness.schema.ranking import load_ranking
 
     if not cfg.maps:
+        return
+    if not supports_maps(adapter):
+        print(f"   no attention maps: {maps_unsupported(adapter)}")
         return
     mcfg = MapsConfig(cfg.maps, cfg.maps_heads, cfg.maps_heads, cfg.maps_random, seed=cfg.seed)
     ranking = load_ranking(rank_dir / "ranking.json")

@@ -169,3 +169,33 @@ def test_rank_cli_maps_flags(toy, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--output", str(tmp_path / "c"), "--maps", "-1"])
     assert exc.value.code == 2
+
+
+class _NoFootprints:
+    """The toy adapter without ``token_footprints`` (as a plugin family might be)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "token_footprints":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_a_family_without_footprints(toy, tmp_path, monkeypatch, capsys):
+    from harness.api import model as base
+    from harness.cli.main import main
+
+    monkeypatch.setattr(base, "load_adapter", lambda spec: _NoFootprints(toy))
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-plots"]
+    argv += ["--no-progress"]
+    assert main([*argv, "--output", str(tmp_path / "a"), "--maps", "2"]) == 2  # asked for
+    err = capsys.readouterr().err
+    assert "has no token_footprints" in err and "--maps 0" in err
+    assert not (tmp_path / "a" / "ranking.json").exists()  # refused before probing
+    assert main([*argv, "--output", str(tmp_path / "b")]) == 0  # the default: a note
+    assert "note: no attention maps" in capsys.readouterr().err
+    assert (tmp_path / "b" / "ranking.json").exists() and not (
+        tmp_path / "b" / "maps.json"
+    ).exists()
