@@ -12,7 +12,6 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
@@ -25,8 +24,6 @@ __all__ = [
     "TaskSpec",
     "InterventionSpec",
     "RunSpec",
-    "load_run_file",
-    "read_run_file",
     "parse_intervention",
     "parse_task",
 ]
@@ -338,39 +335,6 @@ def _with_limit(task: Any, limit: Any) -> Any:
     if isinstance(task, dict) and task.get("limit") is None:
         return {**task, "limit": limit}
     return task
-
-
-def read_run_file(path: str | Path) -> dict[str, Any]:
-    """The mapping a YAML or JSON run file holds (checked to be a mapping, nothing more).
-
-    ``headscope run --config`` takes a top-level ``scoring: MODE`` from it (as ``--scoring``)
-    before the rest becomes a :class:`RunSpec`.
-    """
-    from harness.api.checks import one_line
-
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"run file {str(path)!r} does not exist")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"run file {str(path)!r} cannot be read: {exc}") from None
-    from harness.api.strict_yaml import RunFileError, load_json, load_yaml
-
-    try:
-        data = load_json(text) if path.suffix.lower() == ".json" else load_yaml(text)
-    except RunFileError as exc:
-        raise SpecError(f"run file {str(path)!r}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - any parser error is a usage error here
-        raise SpecError(f"run file {str(path)!r} is malformed: {one_line(exc)}") from exc
-    if not isinstance(data, dict):
-        raise SpecError(f"run file {path.name}: expected a mapping at the top level")
-    return data
-
-
-def load_run_file(path: str | Path) -> RunSpec:
-    """Read a YAML or JSON run file into a :class:`RunSpec`."""
-    return RunSpec.from_dict(read_run_file(path), where=f"run file {Path(path).name}")
 
 
 def parse_intervention(text: str) -> InterventionSpec:

@@ -237,13 +237,13 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     """Build a RunSpec from a run file (if any) overridden by flags."""
     from dataclasses import asdict
 
+    from harness.api.run_file import read_run_file
     from harness.api.specs import (
         InterventionSpec,
         RunSpec,
         check_task_args,
         parse_intervention,
         parse_task,
-        read_run_file,
     )
     from harness.cli._args import parse_mapping
 

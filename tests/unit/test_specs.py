@@ -3,13 +3,13 @@ import json
 import pytest
 
 from harness.api.heads import Geometry, Head
+from harness.api.run_file import load_run_file
 from harness.api.specs import (
     InterventionSpec,
     ModelSpec,
     RunSpec,
     SpecError,
     TaskSpec,
-    load_run_file,
     parse_intervention,
 )
 
@@ -113,7 +113,7 @@ def test_yaml_aliases_are_refused_before_they_expand(tmp_path):
     body = _laughs() + "\ntasks: [pope_mini]\ninterventions: [{name: ablate, args: {x: *a8}}]\n"
     path.write_text(body)
     assert len(body.encode()) < 1000
-    code = f"from harness.api.specs import load_run_file; load_run_file({str(path)!r})"
+    code = f"from harness.api.run_file import load_run_file; load_run_file({str(path)!r})"
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
