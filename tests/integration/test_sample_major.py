@@ -298,3 +298,52 @@ def test_each_document_is_read_once_per_run(toy, tmp_path, monkeypatch, order):
         assert set(calls.values()) == {1}
     else:  # the reference: every cell reads every document, preflight the first once more
         assert calls == Counter({d: 2 for d in calls}) + Counter({first: 1})
+
+
+def real_geometry_adapter(family: str):
+    """A tiny model of ``family`` with its processor at the released checkpoints' geometry.
+
+    LLaVA family, InternVL: real tower sizes, crops and pinpoints; Qwen: Qwen2/2.5-VL's
+    pixel budgets (128–768 merged tokens per video frame, up to 16,384 per image; Qwen3-VL
+    gets the same per-frame range).
+    """
+    from harness.api.registry import MODEL_FAMILIES
+    from harness.models.offline.qwen import qwen_processor
+    from harness.testing import tiny_processors as tp
+    from harness.testing.tiny import build_tiny_model
+
+    makers = {
+        "llava": tp.tiny_llava_processor,
+        "llava_next": tp.tiny_llava_next_processor,
+        "llava_onevision": tp.tiny_llava_onevision_processor,
+        "internvl": tp.tiny_internvl_processor,
+    }
+    if family in makers:
+        model = build_tiny_model(family, geometry="real")
+        processor = makers[family](geometry="real")
+    else:
+        model = build_tiny_model(family)
+        processor = qwen_processor(family, image_tokens=(4, 16384), video_tokens=(128, 768))
+    return MODEL_FAMILIES.get(family).from_parts(model, processor)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_real_geometry_sample_major_equals_cell_major(family, fixtures, tmp_path, monkeypatch):
+    adapter = real_geometry_adapter(family)
+    tasks = (
+        TaskSpec("pope", args=fixtures["pope"], limit=3),
+        TaskSpec("videomme", args=dict(fixtures["videomme"], num_frames=8), limit=3),
+        TaskSpec("mmlongbench_doc", args=fixtures["mmlongbench_doc"], limit=3),
+    )
+    for batch_size in (1, 3):
+        outs, counts = run_both(
+            tmp_path / str(batch_size),
+            adapter,
+            tasks,
+            monkeypatch=monkeypatch,
+            batch_size=batch_size,
+        )
+        assert_same(outs)
+        for name in counts["cell"]:
+            assert counts["cell"][name] == len(GRID) * counts["sample"][name]
