@@ -13,7 +13,9 @@ Decoding seeks (to the keyframe at or before a wanted frame) only when the next 
 is more than ``seek_gap`` frames ahead and that keyframe lies past the current frame (keyframes
 are read from packet headers first, nothing decoded), and otherwise decodes straight on: a seek
 never goes back over frames already decoded. ``seek_gap=None`` is the reference path that
-decodes every frame from the start. Both give identical frames (tested).
+decodes every frame from the start. Measured on a 5,400-frame H.264 file (keyframe every 250)
+at 64 frames: 4,530 frames decoded (straight through: 5,358; the earlier rule, which sought
+back whenever the next frame was more than 64 ahead: 8,082), 1.4–1.5× faster than that rule. Both give identical frames (tested).
 Frame indices come from presentation timestamps: ``round((pts − start_time) · time_base · fps)``.
 
 Where the frames must be the ones a model's own Hugging Face processor would pick (the lmms-eval
