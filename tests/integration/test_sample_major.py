@@ -373,3 +373,15 @@ def test_toy_main_job_accuracy_stage_is_the_same_in_both_orders(tmp_path):
     # the entries name each job's own ranking file; everything else is the same
     here = json.dumps(entries_of(cell)).replace(str(tmp_path / "cell"), str(tmp_path / "sample"))
     assert json.loads(here) == entries_of(sample)
+
+
+@pytest.mark.parametrize(("flags", "order"), [([], "sample"), (["--cell-major"], "cell")])
+def test_cli_runs_sample_major_unless_told_cell_major(tmp_path, monkeypatch, flags, order):
+    from harness.cli import main as cli
+    from harness.run import evaluator
+
+    seen = []
+    monkeypatch.setattr(evaluator, "run_grid", lambda spec, order="?": seen.append(order))
+    argv = ["run", "--model", "toy", "--tasks", "pope_mini", "--interventions", "none"]
+    assert cli.main([*argv, "--output", str(tmp_path / "o"), *flags]) == 0
+    assert seen == [order]
