@@ -304,7 +304,7 @@ def _params(model: Any) -> tuple[int, int]:
 
 def _geometry(name: str, frames: int, size: int) -> dict[str, Any]:
     """Vision patches, attention spans and LLM tokens of a ``frames``-frame ``size``² video."""
-    from harness.bench.ttft import load_config_dict
+    from harness.bench.real_models import load_config_dict
 
     family, cfg = load_config_dict(name)
     vision = cfg["vision_config"]
@@ -344,7 +344,7 @@ def projection(args: argparse.Namespace, media_ms: float, proc_ms: float) -> dic
     import torch
     import transformers as tf
 
-    from harness.bench.ttft import MODELS, build_config
+    from harness.bench.real_models import MODELS, build_config
 
     frames, size, cells = 64, 448, args.flop_cells
     rows = []

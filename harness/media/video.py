@@ -15,7 +15,8 @@ are read from packet headers first, nothing decoded), and otherwise decodes stra
 never goes back over frames already decoded. ``seek_gap=None`` is the reference path that
 decodes every frame from the start. Measured on a 5,400-frame H.264 file (keyframe every 250)
 at 64 frames: 4,530 frames decoded (straight through: 5,358; the earlier rule, which sought
-back whenever the next frame was more than 64 ahead: 8,082), 1.4–1.5× faster than that rule. Both give identical frames (tested).
+back whenever the next frame was more than 64 ahead: 8,082), 1.4–1.5× faster than that rule.
+Both give identical frames (tested).
 Frame indices come from presentation timestamps: ``round((pts − start_time) · time_base · fps)``.
 
 Where the frames must be the ones a model's own Hugging Face processor would pick (the lmms-eval

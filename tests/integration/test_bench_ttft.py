@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.bench.ttft import build_config, run_ttft  # noqa: E402
+from harness.bench.real_models import build_config  # noqa: E402
+from harness.bench.ttft import run_ttft  # noqa: E402
 
 # (layers, heads, KV heads, hidden, FFN, vocab, vision depth, vision width) from the configs'
 # sources (harness/assets/configs/README.md).
@@ -106,13 +107,15 @@ def test_ttft_refuses_full_size_models_on_cpu_in_one_line(capsys):
 
 
 def test_ttft_memory_check_counts_the_weights_without_allocating(monkeypatch):
-    import harness.bench.ttft as ttft
+    import harness.bench.real_models as real_models
 
     # Qwen2.5-VL-7B: 8.29 B parameters (7.6 B text + 0.67 B vision) → 2 bytes each in bfloat16.
-    size = ttft.weight_bytes("qwen2_5_vl_7b", "bfloat16")
+    size = real_models.weight_bytes("qwen2_5_vl_7b", "bfloat16")
     assert 8.0e9 < size / 2 < 8.5e9
-    monkeypatch.setattr(ttft, "_available_bytes", lambda device: size - 1)
-    problem = ttft.memory_problem(["qwen3_vl_4b", "qwen2_5_vl_7b"], "bfloat16", "cuda", False)
+    monkeypatch.setattr(real_models, "_available_bytes", lambda device: size - 1)
+    problem = real_models.memory_problem(
+        ["qwen3_vl_4b", "qwen2_5_vl_7b"], "bfloat16", "cuda", False
+    )
     assert problem.startswith("qwen2_5_vl_7b in bfloat16 needs 15.4 GiB")
-    monkeypatch.setattr(ttft, "_available_bytes", lambda device: size)
-    assert ttft.memory_problem(["qwen2_5_vl_7b"], "bfloat16", "cuda", False) is None
+    monkeypatch.setattr(real_models, "_available_bytes", lambda device: size)
+    assert real_models.memory_problem(["qwen2_5_vl_7b"], "bfloat16", "cuda", False) is None
