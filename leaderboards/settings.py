@@ -54,8 +54,10 @@ class MergeError(UsageError):
 
 
 #: Top-level settings keys that are records, not settings: the CPU threads and OpenMP wait
-#: policy a ranking or diagnosis ran with (they change its speed, not its numbers).
-_RECORDS = ("environment",)
+#: policy a ranking or diagnosis ran with (they change its speed, not its numbers), and the
+#: request a ranking was made for (model, tasks, seed: the resume check reads it; the tables
+#: already key rows by the model, the tasks and the settings that change numbers).
+_RECORDS = ("environment", "request")
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:

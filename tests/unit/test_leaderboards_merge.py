@@ -224,3 +224,15 @@ def test_diagnostics_layout_validation():
     for change, message in bad:
         with pytest.raises(MergeError, match=message):
             parse_diagnostics(_diag(**change))
+
+
+def test_records_are_not_settings_a_ranking_request_included():
+    from leaderboards.settings import flatten
+
+    settings = {
+        "seed": 0,
+        "environment": {"threads": 2},
+        "request": {"model": {"name": "toy"}, "tasks": [{"name": "refcocog_mini"}], "seed": 0},
+        "nested": {"request": 1},
+    }
+    assert flatten(settings) == {"seed": 0, "nested.request": 1}
