@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from harness.api.errors import UsageError
+from harness.api.helpformat import add_logging_arguments, add_output_argument
 
 __all__ = ["add_arguments", "run", "default_output"]
 
@@ -25,9 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="run directories (grid run, main job) or folders of runs; several side by side",
     )
-    parser.add_argument(
-        "--output", default=None, help="site folder (default: DIR/view for a single DIR)"
-    )
+    add_output_argument(parser, None, "site folder (default: DIR/view for a single DIR)")
     parser.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="port of --serve (default 8000)")
     parser.add_argument("--no-figures", action="store_true", help="leave the figures out")
@@ -37,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1000,
         help="bootstrap replicates of the overview's Spearman CIs (default 1000)",
     )
+    add_logging_arguments(parser)
 
 
 def default_output(inputs: list[str]) -> Path:

@@ -28,7 +28,7 @@ def test_version(capsys):
     assert _help(["--version"], capsys).strip() == f"headscope {__version__}"
 
 
-@pytest.mark.parametrize("command", ["rank", "diagnose", "leaderboard", "rescore", "run"])
+@pytest.mark.parametrize("command", ["rank", "diagnose", "leaderboard", "rescore", "run", "view"])
 def test_shared_flags_on_every_command(command):
     options = {o for a in _subparsers()[command]._actions for o in a.option_strings}
     for flag in ("--output", "--output_path", "--include_path", "--include-path", "--verbosity"):
