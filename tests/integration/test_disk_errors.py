@@ -12,11 +12,11 @@ import errno
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 
 from harness.cli import main as cli
 from harness.run import main_job
 from harness.schema import samples as samples_module
+from tests.integration._main_job_util import SmallConfig
 
 GRID = ["run", "--model", "toy", "--tasks", "pope_mini", "--interventions", "none",
         "--limit", "4", "--batch_size", "1"]  # fmt: skip
@@ -93,18 +93,6 @@ def test_grid_read_only_output_is_one_line_and_leaves_nothing(tmp_path, monkeypa
     line = _one_line(capsys.readouterr().err)
     assert f"{out / 'run_spec.json'}" in line and "Read-only file system" in line
     assert not out.exists()
-
-
-@dataclass(frozen=True)
-class SmallConfig(main_job.ProtocolConfig):
-    ablation_k: tuple = (0.125,)
-    random_draws: int = 1
-    hybrid_keep: tuple = (0.25,)
-    bench_lengths: tuple = (64,)
-    bench_window: int = 16
-    bench_geometry: str = "tiny"
-    n_diagnose: int = 1
-    batch_size: int = 4
 
 
 JOB = ["run", "--tasks", "refcocog_mini", "--limit", "2"]

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 
 import pytest
 
 from harness.cli import main as cli
 from harness.probes import rank as rank_module
 from harness.run import evaluator, main_job
-
-
-@dataclass(frozen=True)
-class SmallConfig(main_job.ProtocolConfig):
-    ablation_k: tuple = (0.125,)
-    random_draws: int = 1
-    hybrid_keep: tuple = (0.25,)
-    bench_lengths: tuple = (64,)
-    bench_window: int = 16
-    bench_geometry: str = "tiny"
-    n_diagnose: int = 1
-    batch_size: int = 4
+from tests.integration._main_job_util import SmallConfig
 
 
 def _argv(out, *extra):
