@@ -27,15 +27,17 @@ ever stands in for the other:
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.api.errors import UsageError
-from tasks.mmlongbench_doc.official import parse_extraction
+from tasks.mmlongbench_doc.official import (
+    extraction_messages,
+    parse_extraction,
+    read_extraction_prompt,
+)
 
 if TYPE_CHECKING:
     from tasks.mmlongbench_doc.hf_extractor import HFExtractor
@@ -101,26 +103,15 @@ class EndpointExtractor:
     ) -> None:
         if not url or not model:
             raise UsageError("extractor 'openai' needs extractor_url and extractor_model")
-        path = Path(prompt_file or "")
-        if not prompt_file or not path.is_file():
-            raise UsageError(
-                f"extractor 'openai' needs extractor_prompt = the release's "
-                f"eval/prompt_for_answer_extraction.md (not found: {prompt_file!r})"
-            )
+        self.prompt, self.prompt_sha256 = read_extraction_prompt(prompt_file, "openai")
         self.url = url.rstrip("/") + "/chat/completions"
         self.model, self.timeout, self.api_key_env = model, timeout, api_key_env
-        raw = path.read_bytes()
-        self.prompt = raw.decode("utf-8")
-        self.prompt_sha256 = hashlib.sha256(raw).hexdigest()
 
     def request_body(self, question: str, reply: str) -> dict[str, Any]:
         """The JSON body of one request."""
         return {
             "model": self.model,
-            "messages": [
-                {"role": "user", "content": self.prompt},
-                {"role": "assistant", "content": f"\n\nQuestion:{question}\nAnalysis:{reply}\n"},
-            ],
+            "messages": extraction_messages(self.prompt, question, reply),
             "temperature": 0.0,
             "max_tokens": 256,
             "top_p": 1,

@@ -30,7 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
-from tasks.mmlongbench_doc.official import parse_extraction
+from tasks.mmlongbench_doc.official import (
+    extraction_messages,
+    parse_extraction,
+    read_extraction_prompt,
+)
 
 __all__ = ["HFExtractor", "MAX_NEW_TOKENS"]
 
@@ -72,20 +76,13 @@ class HFExtractor:
                 "(e.g. `huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir DIR`) "
                 "and give its local folder"
             )
-        path = Path(prompt_file or "")
-        if not prompt_file or not path.is_file():
-            raise UsageError(
-                f"extractor 'hf:{model}' needs extractor_prompt = the release's "
-                f"eval/prompt_for_answer_extraction.md (not found: {prompt_file!r})"
-            )
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise UsageError(
                 f"extractor_dtype must be auto/float32/bfloat16/float16, not {dtype!r}"
             )
         if batch_size < 1:
             raise UsageError(f"extractor_batch_size must be ≥ 1, got {batch_size}")
-        raw = path.read_bytes()
-        self.prompt, self.prompt_sha256 = raw.decode("utf-8"), _sha256(raw)
+        self.prompt, self.prompt_sha256 = read_extraction_prompt(prompt_file, f"hf:{model}")
         self.model_path, self.device, self.dtype = model, device, dtype
         self.batch_size = batch_size
         config = Path(model) / "config.json"
@@ -98,10 +95,7 @@ class HFExtractor:
     # -- the request -------------------------------------------------------------------------
     def messages(self, question: str, reply: str) -> list[dict[str, str]]:
         """The release's two messages for one reply."""
-        return [
-            {"role": "user", "content": self.prompt},
-            {"role": "assistant", "content": f"\n\nQuestion:{question}\nAnalysis:{reply}\n"},
-        ]
+        return extraction_messages(self.prompt, question, reply)
 
     def key(self, question: str, reply: str) -> str:
         """Cache key: what decides the extraction (model, prompt, dtype, question, reply)."""

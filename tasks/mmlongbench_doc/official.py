@@ -27,10 +27,14 @@ equality case by case.
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from harness.api.errors import UsageError
 
 __all__ = [
     "official_score",
@@ -169,6 +173,33 @@ def official_f1(rows: Sequence[tuple[float, str, str]]) -> float:
         return 0.0
     recall, precision = sum(answerable) / len(answerable), sum(answerable) / len(answered)
     return 2 * recall * precision / (recall + precision) if recall + precision > 0 else 0.0
+
+
+def read_extraction_prompt(prompt_file: str | None, extractor: str) -> tuple[str, str]:
+    """(text, SHA-256) of the release's ``eval/prompt_for_answer_extraction.md``.
+
+    Raises:
+        UsageError: naming ``extractor`` when the file is not given or not there.
+    """
+    path = Path(prompt_file or "")
+    if not prompt_file or not path.is_file():
+        raise UsageError(
+            f"extractor {extractor!r} needs extractor_prompt = the release's "
+            f"eval/prompt_for_answer_extraction.md (not found: {prompt_file!r})"
+        )
+    raw = path.read_bytes()
+    return raw.decode("utf-8"), hashlib.sha256(raw).hexdigest()
+
+
+def extraction_messages(prompt: str, question: str, reply: str) -> list[dict[str, str]]:
+    """The release's request for one reply (``eval/extract_answer.py``).
+
+    The prompt is the user turn, then "Question:… Analysis:…" an assistant turn.
+    """
+    return [
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": f"\n\nQuestion:{question}\nAnalysis:{reply}\n"},
+    ]
 
 
 def parse_extraction(response: str) -> str:
