@@ -3,7 +3,8 @@
 Order of work: routing (a layer's :class:`~harness.attention.route.Route` picks each
 sample's windowed heads, prefill only) → record (observes learned attention) → dense heads
 (HF's exact SDPA call when no head is windowed; else SDPA on the dense subset) → windowed
-head groups → ablations → priors → output hooks. Shapes: query (B, H, S_q, D); key/value
+head groups → ablations → priors → output hooks (the last three in
+:mod:`harness.attention.edit`). Shapes: query (B, H, S_q, D); key/value
 (B, H_kv, S_kv, D); the returned output is (B, S_q, H, D) like HF's attention functions.
 """
 
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.attention.plan import HookContext, LayerPlan, Window
+from harness.attention.edit import ablate, apply_hooks, apply_priors
+from harness.attention.plan import LayerPlan, Window
 from harness.attention.window import (
-    first_real,
     full_bool_mask,
-    masked_softmax,
+    per_head_kv,
     window_attention_chunked,
     window_attention_reference,
 )
@@ -84,11 +85,6 @@ def _flex_layer(query, key, value, attention_mask, windows, scale, kernel):
     return res.transpose(1, 2)
 
 
-def _per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
-    """KV rows for the given query heads: (B, len(heads), S, D) (no full repeat)."""
-    return tensor[:, [h // group for h in heads]]
-
-
 def _head_batches(heads: list[int], group: int) -> list[tuple[slice, slice]]:
     """(query-head slice, KV-head slice) pairs covering ``heads`` with views only.
 
@@ -135,9 +131,14 @@ def _dense_subset(out, query, key, value, attention_mask, heads: list[int], grou
             # CUDA's fused kernels take GQA only without a mask (else the math kernel runs).
             k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], 1) for t in (k, v))
         res = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal, scale=scale,
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            is_causal=causal,
+            scale=scale,
             enable_gqa=k.shape[1] != q.shape[1],
-        )  # fmt: skip
+        )
         out[:, :, qs].transpose(1, 2).copy_(res)
 
 
@@ -145,14 +146,14 @@ def _windowed(out, query, key, value, attention_mask, windows, group, scale, ker
     kernel = WINDOW_KERNELS[kernel_name]
     for (size, sinks), members in _groups(windows).items():
         if kernel is not window_attention_chunked:  # the reference takes one KV row per head
-            k, v = _per_head_kv(key, members, group), _per_head_kv(value, members, group)
+            k, v = per_head_kv(key, members, group), per_head_kv(value, members, group)
             res = kernel(query[:, members], k, v, attention_mask, size, sinks, scale)
             out[:, :, members] = res.transpose(1, 2).to(out.dtype)
             continue
         for qs, ks in _head_batches(members, group):
             view = out[:, :, qs].transpose(1, 2)  # (B, h, S, D), written in place
-            kernel(query[:, qs], key[:, ks], value[:, ks], attention_mask, size, sinks, scale,
-                   out=view)  # fmt: skip
+            kq, kv = key[:, ks], value[:, ks]
+            kernel(query[:, qs], kq, kv, attention_mask, size, sinks, scale, out=view)
 
 
 def run_layer_plan(
@@ -204,8 +205,8 @@ def run_layer_plan(
     elif routed is not None and any(routed):
         win = Window(lp.route.size, lp.route.sinks)
         for rows, members in routing.group_rows(routed).items():
-            res, ran = _mixed(*_rows(rows, query, key, value, attention_mask),
-                              dict.fromkeys(members, win), skip, group, scale, kernel)  # fmt: skip
+            qkvm = _rows(rows, query, key, value, attention_mask)
+            res, ran = _mixed(*qkvm, dict.fromkeys(members, win), skip, group, scale, kernel)
             _USED[ran] = _USED.get(ran, 0) + 1
             if len(rows) == batch:
                 out = res
@@ -220,11 +221,11 @@ def run_layer_plan(
         out, kernel = _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel)
         _USED[kernel] = _USED.get(kernel, 0) + 1
     if lp.ablate:
-        _ablate(out, lp, query, key, value, attention_mask, group)
+        ablate(out, lp, query, key, value, attention_mask, group)
     if lp.prior:
-        _apply_priors(out, lp, query, key, value, attention_mask, group, scale)
+        apply_priors(out, lp, query, key, value, attention_mask, group, scale)
     if lp.hooks:
-        _apply_hooks(out, lp, module.layer_idx, key.shape[2] - q_len, attention_mask)
+        apply_hooks(out, lp, module.layer_idx, key.shape[2] - q_len, attention_mask)
     return out, None
 
 
@@ -239,7 +240,7 @@ def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kerne
         if out is not None:
             return out, kernel
         kernel = "chunked"
-    # Every head is written below: dense, windowed, or (zero/mean) by _ablate.
+    # Every head is written below: dense, windowed, or (zero/mean) by edit.ablate.
     batch, heads, q_len, _ = query.shape
     out = query.new_empty(batch, q_len, heads, value.shape[-1])
     dense = [h for h in range(heads) if h not in windows and h not in skip]
@@ -274,124 +275,3 @@ def _groups(windows: dict) -> dict[tuple[int, int], list[int]]:
     for head, w in sorted(windows.items()):
         groups.setdefault((w.size, w.sinks), []).append(head)
     return groups
-
-
-def _ablate(out, lp: LayerPlan, query, key, value, attention_mask, group: int) -> None:
-    import torch
-    import torch.nn.functional as F  # noqa: N812
-
-    batch, _, q_len, _ = query.shape
-    kv_len = key.shape[2]
-    for head, ab in sorted(lp.ablate.items()):
-        if ab.mode == "zero":
-            out[:, :, head] = 0
-        elif ab.mode == "mean":
-            out[:, :, head] = ab.mean.to(out.device, out.dtype)
-        elif ab.mode == "uniform":
-            # A zero query gives equal logits, so SDPA yields the mean of the allowed values.
-            mask = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)
-            v = value[:, head // group : head // group + 1]
-            res = F.scaled_dot_product_attention(
-                torch.zeros_like(query[:, head : head + 1]),
-                key[:, head // group : head // group + 1],
-                v,
-                attn_mask=mask,
-            )
-            out[:, :, head] = res[:, 0]
-        else:  # bos: the first real (non-padding) key
-            first = first_real(attention_mask, batch, query.device)
-            v = value[torch.arange(batch, device=value.device), head // group, first]
-            out[:, :, head] = v[:, None, :].to(out.dtype)
-
-
-def _visual_columns(prior, batch: int, kv_len: int, device) -> tuple[Any, Any]:
-    """(B, S_kv) bool visual-key mask and (B, S_kv) prior values placed on those keys."""
-    import torch
-
-    keys = prior.keys.to(device)
-    ok = (keys >= 0) & (keys < kv_len)
-    if prior.valid is not None:
-        ok = ok & prior.valid.to(device)
-    safe = torch.where(ok, keys, 0)
-    vis = torch.zeros(batch, kv_len, dtype=torch.bool, device=device)
-    vis.scatter_(1, safe, ok)
-    val = torch.zeros(batch, kv_len, dtype=torch.float32, device=device)
-    val.scatter_(1, safe, torch.where(ok, prior.prior.to(device, torch.float32), 0.0))
-    return vis, val
-
-
-def _apply_priors(out, lp, query, key, value, attention_mask, group: int, scale: float) -> None:
-    by_prior: dict[int, tuple[Any, list[int]]] = {}
-    for head, prior in sorted(lp.prior.items()):
-        by_prior.setdefault(id(prior), (prior, []))[1].append(head)
-    for prior, members in by_prior.values():
-        if prior.semantics == "code":
-            _prior_code(out, prior, members, query, key, value, attention_mask, group, scale)
-        else:
-            _prior_distribution(
-                out, prior, members, query, key, value, attention_mask, group, scale
-            )
-
-
-def _prior_code(out, prior, members, query, key, value, attention_mask, group, scale) -> None:
-    """Paper B code: last row; heads in the quantile band; visual logits → (1−λ)l + λ·prior."""
-    import torch
-
-    batch, _, q_len, _ = query.shape
-    kv_len = key.shape[2]
-    k, v = _per_head_kv(key, members, group), _per_head_kv(value, members, group)
-    logits = (query[:, members, -1:] @ k.transpose(-1, -2)).float() * scale  # [b, h, 1, kv]
-    mask = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)[:, :, -1:]
-    vis, val = _visual_columns(prior, batch, kv_len, query.device)
-    other = mask & ~vis[:, None, None, :]
-    mean_other = (logits * other).sum(-1) / other.sum(-1).clamp(min=1)  # [b, h, 1]
-    lo = torch.quantile(mean_other, prior.band[0], dim=1, keepdim=True)
-    hi = torch.quantile(mean_other, prior.band[1], dim=1, keepdim=True)
-    chosen = (mean_other >= lo) & (mean_other <= hi)  # [b, h, 1]
-    mixed = (1 - prior.lam) * logits + prior.lam * val[:, None, None, :]
-    logits = torch.where(vis[:, None, None, :], mixed, logits)
-    new = (masked_softmax(logits, mask) @ v.float()).to(out.dtype)  # [b, h, 1, d]
-    old = out[:, -1, members]  # [b, h, d]
-    out[:, -1, members] = torch.where(chosen, new[:, :, 0], old)
-
-
-def _prior_distribution(out, prior, members, query, key, value, attention_mask, group, scale):
-    """Mix log(prior) into visual log-probabilities (weight λ), keeping each row's visual mass."""
-    import torch
-
-    batch, _, q_len, _ = query.shape
-    kv_len = key.shape[2]
-    offset = kv_len - q_len
-    k, v = _per_head_kv(key, members, group), _per_head_kv(value, members, group)
-    vis, val = _visual_columns(prior, batch, kv_len, query.device)
-    last_vis = torch.where(vis, torch.arange(kv_len, device=query.device), -1).max(1).values
-    log_prior = torch.log(val.clamp(min=1e-30))[:, None, None, :]
-    full = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)
-    chunk = max(1, (1 << 22) // max(1, kv_len * len(members) * batch))  # bounded row memory
-    for s in range(0, q_len, chunk):
-        e = min(q_len, s + chunk)
-        logits = (query[:, members, s:e] @ k.transpose(-1, -2)).float() * scale
-        mask = full[:, :, s:e]
-        vmask = mask & vis[:, None, None, :]
-        lse_old = logits.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)
-        mixed = (1 - prior.lam) * logits + prior.lam * log_prior
-        lse_new = mixed.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)
-        logits = torch.where(vmask, mixed - lse_new + lse_old, logits)
-        new = (masked_softmax(logits, mask) @ v.float()).to(out.dtype).transpose(1, 2)
-        rows = torch.arange(offset + s, offset + e, device=query.device)
-        sees_all = (rows[None, :] > last_vis[:, None]) & (last_vis[:, None] >= 0)  # [b, rows]
-        cur = out[:, s:e, members]
-        out[:, s:e, members] = torch.where(sees_all[:, :, None, None], new, cur)
-
-
-def _apply_hooks(out, lp: LayerPlan, layer: int, offset: int, attention_mask) -> None:
-    by_hook: dict[int, tuple[Any, list[int]]] = {}
-    for head, hooks in sorted(lp.hooks.items()):
-        for hook in hooks:
-            by_hook.setdefault(id(hook), (hook, []))[1].append(head)
-    for hook, members in by_hook.values():
-        ctx = HookContext(layer, tuple(members), offset, attention_mask)
-        res = hook.fn(out[:, :, members], ctx)
-        if tuple(res.shape) != tuple(out[:, :, members].shape):
-            raise ValueError(f"output hook {hook.name!r} changed the shape to {tuple(res.shape)}")
-        out[:, :, members] = res.to(out.dtype)

@@ -25,6 +25,7 @@ __all__ = [
     "full_bool_mask",
     "first_real",
     "masked_softmax",
+    "per_head_kv",
     "window_mask",
     "window_attention_reference",
     "window_attention_chunked",
@@ -53,6 +54,11 @@ def first_real(attention_mask: torch.Tensor | None, batch: int, device=None) -> 
         return torch.zeros(batch, dtype=torch.long, device=device)
     valid = attention_mask.any(dim=2)[:, 0]  # [batch, kv]
     return valid.int().argmax(dim=-1).expand(batch)
+
+
+def per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
+    """KV rows for the given query heads: (B, len(heads), S, D) (no full repeat)."""
+    return tensor[:, [h // group for h in heads]]
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
