@@ -98,30 +98,42 @@ def _prior_code(out, prior, members, query, key, value, attention_mask, group, s
 
 
 def _prior_distribution(out, prior, members, query, key, value, attention_mask, group, scale):
-    """Mix log(prior) into visual log-probabilities (weight λ), keeping each row's visual mass."""
+    """Mix log(prior) into visual log-probabilities (weight λ), keeping each row's visual mass.
+
+    Only query rows after a sample's last visual key change, so only rows from the batch's
+    earliest such row on are computed (the text after the visual span: a few percent of a
+    prefill); each computed row is the same arithmetic as over all rows, row by row.
+    """
     import torch
 
     batch, _, q_len, _ = query.shape
     kv_len = key.shape[2]
     offset = kv_len - q_len
-    k, v = per_head_kv(key, members, group), per_head_kv(value, members, group)
     vis, val = _visual_columns(prior, batch, kv_len, query.device)
     last_vis = torch.where(vis, torch.arange(kv_len, device=query.device), -1).max(1).values
+    # First changed row per sample (relative to the query block); q_len = none changes.
+    first = torch.where(last_vis >= 0, (last_vis + 1 - offset).clamp(min=0), q_len)
+    start = int(first.min())
+    if start >= q_len:
+        return
+    k, v = per_head_kv(key, members, group), per_head_kv(value, members, group)
     log_prior = torch.log(val.clamp(min=1e-30))[:, None, None, :]
-    full = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)
+    if attention_mask is not None and attention_mask.shape[2] == q_len:
+        attention_mask = attention_mask[:, :, start:]
+    # Rows start.. as a q_len − start block: None builds the causal mask at the same offset.
+    full = full_bool_mask(attention_mask, batch, q_len - start, kv_len, query.device)
     chunk = max(1, (1 << 22) // max(1, kv_len * len(members) * batch))  # bounded row memory
-    for s in range(0, q_len, chunk):
+    for s in range(start, q_len, chunk):
         e = min(q_len, s + chunk)
         logits = (query[:, members, s:e] @ k.transpose(-1, -2)).float() * scale
-        mask = full[:, :, s:e]
+        mask = full[:, :, s - start : e - start]
         vmask = mask & vis[:, None, None, :]
         lse_old = logits.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)
         mixed = (1 - prior.lam) * logits + prior.lam * log_prior
         lse_new = mixed.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)
         logits = torch.where(vmask, mixed - lse_new + lse_old, logits)
         new = (masked_softmax(logits, mask) @ v.float()).to(out.dtype).transpose(1, 2)
-        rows = torch.arange(offset + s, offset + e, device=query.device)
-        sees_all = (rows[None, :] > last_vis[:, None]) & (last_vis[:, None] >= 0)  # [b, rows]
+        sees_all = torch.arange(s, e, device=query.device)[None, :] >= first[:, None]  # [b, rows]
         cur = out[:, s:e, members]
         out[:, s:e, members] = torch.where(sees_all[:, :, None, None], new, cur)
 
