@@ -144,14 +144,14 @@ def part_toy(work: Path, n: int) -> dict[str, Any]:
     from harness.api.specs import ModelSpec, RunSpec
     from harness.api.task import grounded_tasks
     from harness.probes.rank import run_rank
-    from harness.run.main_job import ProtocolConfig, _interventions, _task_spec
+    from harness.run.protocol import ProtocolConfig, grid_interventions, task_spec
 
     cfg = ProtocolConfig(n_eval=n, n_rank=n)
     adapter = load_adapter(ModelSpec(name="toy"))
-    rank_specs = [_task_spec(t, cfg.n_rank, cfg) for t in grounded_tasks(cfg.tasks)]
+    rank_specs = [task_spec(t, cfg.n_rank, cfg) for t in grounded_tasks(cfg.tasks)]
     run_rank(adapter, rank_specs, work / "rank", seed=0, progress=False, plots=False)
-    tasks = tuple(_task_spec(t, cfg.n_eval, cfg) for t in cfg.tasks)
-    interventions = tuple(_interventions(cfg, work / "rank" / "ranking.json", 24))
+    tasks = tuple(task_spec(t, cfg.n_eval, cfg) for t in cfg.tasks)
+    interventions = tuple(grid_interventions(cfg, work / "rank" / "ranking.json", 24))
 
     def spec_of(order: str) -> Any:
         return RunSpec(

@@ -28,158 +28,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.run.protocol import (
+    ProtocolConfig,
+    grid_interventions,
+    mini_tasks,
+    real_model_defaults,
+    task_spec,
+)
+
 __all__ = ["ProtocolConfig", "mini_tasks", "real_model_defaults", "run_protocol"]
-
-
-def mini_tasks() -> tuple[str, ...]:
-    """The registered toy mini tasks, in the order of the toy's kinds (its builders).
-
-    Derived, not listed: a mini task is a registered task whose class names a toy ``kind``.
-    """
-    from harness.api.registry import TASKS
-    from harness.toy.scenes import KINDS
-
-    by_kind = {getattr(TASKS.get(n), "kind", None): n for n in TASKS.names()}
-    return tuple(by_kind[kind] for kind in KINDS if kind in by_kind)
-
-
-@dataclass(frozen=True)
-class ProtocolConfig:
-    """Knobs of the main job (defaults: the embedded toy protocol).
-
-    Attributes:
-        tasks: Accuracy tasks; grounded ones (with evidence) are also ranked.
-        rank_tasks: Tasks to rank on; None = the grounded ones among ``tasks``.
-        n_eval: Documents per task in the accuracy grid (mini tasks' ``n``; else ``limit``),
-            or a fraction 0 < x < 1 of each task's documents.
-        n_rank: Documents per task for the ranking (a count or a fraction).
-        ablation_k: Head counts / fractions for top/bottom/random ablation.
-        random_draws: Seeded random-k draws per k (averaged in the summary).
-        hybrid_keep: Fractions of heads kept full in hybrid attention.
-        hybrid_window: Window of the other heads (tokens); None: ``hybrid_window_fraction``
-            of the median of the tasks' median prompt lengths (measured, recorded).
-        hybrid_window_fraction: See ``hybrid_window``.
-        sap: SAP intervention arguments (one setting).
-        bench_lengths: Context lengths for the prefill benchmark (attention only); None: the
-            tasks' median prompt lengths.
-        bench_window: Window of the benchmark's windowed heads; None: the grid's window.
-        bench_geometry: Geometry preset of the benchmark (``headscope bench hybrid``); None:
-            the loaded model's own decoder geometry, on the model's device and dtype.
-        diagnose_tasks: Tasks for module diagnostics; n_diagnose documents each.
-        task_args: Per-task variant arguments (data paths of the real benchmarks...).
-        gen_kwargs: Generation settings of the accuracy grid (``RunSpec.gen_kwargs``).
-        skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
-        order: Evaluation order of the accuracy grid: ``sample`` (each batch processed once
-            for all cells) or ``cell`` (the reference; same outputs).
-        maps: Attention maps of the first ``maps`` ranked samples per task (``rank/maps.json``;
-            0: none) for the top/bottom ``maps_heads`` and ``maps_random`` seeded heads.
-    """
-
-    tasks: tuple[str, ...] = field(default_factory=mini_tasks)
-    rank_tasks: tuple[str, ...] | None = None
-    n_eval: float = 64
-    n_rank: float = 64
-    ablation_k: tuple[float, ...] = (0.1, 0.2)
-    random_draws: int = 5
-    hybrid_keep: tuple[float, ...] = (0.1, 0.25)
-    hybrid_window: int | None = 24
-    hybrid_window_fraction: float = 0.25
-    sap: dict[str, Any] = field(
-        default_factory=lambda: {"prior": "complexity", "semantics": "distribution", "lam": 1.0}
-    )
-    bench_lengths: tuple[int, ...] | None = (2048, 4096)
-    bench_window: int | None = 512
-    bench_geometry: str | None = "default"
-    diagnose_tasks: tuple[str, ...] = ("refcocog_mini",)
-    n_diagnose: int = 8
-    task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
-    seed: int = 0
-    batch_size: int = 16
-    gen_kwargs: dict[str, Any] = field(default_factory=dict)
-    skip_bad_docs: bool = False
-    order: str = "sample"
-    maps: int = 4
-    maps_heads: int = 4
-    maps_random: int = 2
-
-    def __post_init__(self) -> None:
-        from harness.api.generation import check_gen_kwargs
-        from harness.api.specs import SpecError
-
-        for name in ("n_eval", "n_rank"):  # a count, or a fraction of each task's documents
-            n = getattr(self, name)
-            if not (n >= 1 and float(n).is_integer() or 0 < n < 1):
-                raise SpecError(f"main job: {name} must be a count ≥ 1 or a fraction 0 < x < 1")
-        for name in ("maps", "maps_heads", "maps_random"):
-            if getattr(self, name) < 0:
-                raise SpecError(f"main job: {name} must be ≥ 0, got {getattr(self, name)}")
-        for name in ("n_diagnose", "batch_size", "random_draws"):
-            if getattr(self, name) < 1:
-                raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")
-        if not 0 <= self.seed < 2**63:  # seed + length seeds torch's generators (the bench)
-            raise SpecError(f"main job: seed must be in [0, 2**63), got {self.seed}")
-        try:
-            check_gen_kwargs(self.gen_kwargs, self.seed)
-        except ValueError as exc:
-            raise SpecError(f"main job: {exc}") from None
-
-
-def real_model_defaults() -> dict[str, Any]:
-    """ProtocolConfig settings for a real checkpoint (anything but the bundled toy).
-
-    The toy's fixed 24-token window and the CPU bench geometry are tuned to its ~30–115-token
-    prompts; a real model gets a window scaled to its tasks' prompt lengths and a bench of its
-    own geometry on its own device and dtype, at those lengths.
-    """
-    return {"hybrid_window": None, "bench_geometry": None, "bench_lengths": None,
-            "bench_window": None}  # fmt: skip
-
-
-def _task_spec(name: str, n: float, cfg: ProtocolConfig | None = None) -> Any:
-    """The TaskSpec of ``n`` documents of task ``name``.
-
-    A mini task generates ``n`` samples, at most its held-out split's size (as a real task's
-    size caps its limit).
-    """
-    from harness.api.specs import TaskSpec
-    from harness.toy.scenes import HELD_OUT_SIZE
-
-    extra = dict((cfg.task_args if cfg else {}).get(name, {}))
-    if name.endswith("_mini") and n >= 1:
-        return TaskSpec(name, args={"n": min(int(n), HELD_OUT_SIZE), **extra})
-    return TaskSpec(name, limit=n, args=extra)
-
-
-def _interventions(cfg: ProtocolConfig, ranking: Path, window: int) -> list[Any]:
-    from harness.api.intervention import build_intervention
-    from harness.api.specs import InterventionSpec
-
-    specs = [InterventionSpec("none")]
-    for k in cfg.ablation_k:
-        for select in ("top", "bottom"):
-            args = {"select": select, "k": k, "mode": "zero", "ranking": str(ranking)}
-            specs.append(InterventionSpec("ablate", args))
-        # One spec per random draw, enumerated by the intervention itself.
-        draws = cfg.random_draws
-        args = {"select": "random", "k": k, "mode": "zero", "seed": cfg.seed, "draws": draws}
-        random_k = InterventionSpec("ablate", args)
-        for variant in build_intervention(random_k).draw_variants():
-            specs.append(InterventionSpec("ablate", {**random_k.args, "draw": variant.draw}))
-    specs.append(InterventionSpec("sap", {**cfg.sap, "seed": cfg.seed}))
-    for keep in cfg.hybrid_keep:
-        args = {"keep": keep, "window": window, "ranking": str(ranking)}
-        specs.append(InterventionSpec("hybrid", args))
-        # Input-adaptive routing at the same keep fraction: no ranking (issue 22), and with
-        # the ranking's per-layer counts as the layers' budgets.
-        adaptive = {"select": "adaptive", "keep": keep, "window": window}
-        specs.append(InterventionSpec("hybrid", adaptive))
-        ranked = {**adaptive, "layer_budget": "ranking", "ranking": str(ranking)}
-        specs.append(InterventionSpec("hybrid", ranked))
-    return specs
 
 
 def _stage(title: str) -> float:
@@ -202,7 +62,7 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     out = Path(output)
     MODEL_FAMILIES.get(model_spec.name)
     names = dict.fromkeys((*cfg.tasks, *(cfg.rank_tasks or ()), *cfg.diagnose_tasks))
-    built = {n: build_task(n, _task_spec(n, 1, cfg).args) for n in names}
+    built = {n: build_task(n, task_spec(n, 1, cfg).args) for n in names}
     if not (cfg.rank_tasks or any(built[n].grounded for n in cfg.tasks)):
         raise SpecError(
             f"the protocol ranks heads on grounded tasks, and none of {list(cfg.tasks)} is "
@@ -241,7 +101,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     rank_tasks = cfg.rank_tasks or tuple(grounded_tasks(cfg.tasks))
     _stage(f"1/5 ranking heads by RAM on {', '.join(rank_tasks)}")
     ranking_path = out / "rank" / "ranking.json"
-    rank_specs = [_task_spec(n, cfg.n_rank, cfg) for n in rank_tasks]
+    rank_specs = [task_spec(n, cfg.n_rank, cfg) for n in rank_tasks]
     request = rank_request(model_spec, rank_specs, cfg.seed)
     reused = reusable_ranking(out / "rank", request) is not None
     with clock.stage("rank_s", done_before=reused):
@@ -259,19 +119,21 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
             print(format_report(report))
         maps_stage(adapter, rank_specs, out / "rank", cfg)
 
-    task_specs = tuple(_task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
+    task_specs = tuple(task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
     lengths = task_lengths(adapter, task_specs, cfg, out)
     window = cfg.hybrid_window or scaled_window(lengths, cfg.hybrid_window_fraction)
     window_info = window_record(cfg, window, lengths, adapter.geometry)
     _stage(f"2/5 accuracy grid: baseline, ablation, SAP, hybrid (window {window})")
     if dense := unwindowed_tasks(window_info):
-        print(f"   note: the median prompt of {', '.join(dense)} fits in the {window}-token "
-              "window: their hybrid rows are mostly dense attention (summary.json: "
-              "hybrid_window.per_task)")  # fmt: skip
+        print(
+            f"   note: the median prompt of {', '.join(dense)} fits in the {window}-token "
+            "window: their hybrid rows are mostly dense attention (summary.json: "
+            "hybrid_window.per_task)"
+        )
     spec = RunSpec(
         model=model_spec,
         tasks=task_specs,
-        interventions=tuple(_interventions(cfg, ranking_path, window)),
+        interventions=tuple(grid_interventions(cfg, ranking_path, window)),
         seed=cfg.seed,
         batch_size=cfg.batch_size,
         output=str(out / "accuracy"),
@@ -294,8 +156,8 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
             from harness.probes.diagnose_run import run_diagnose
 
             diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
-            run_diagnose(adapter, [_task_spec(n, cfg.n_diagnose, cfg) for n in diag],
-                         out / "diagnose", seed=cfg.seed)  # fmt: skip
+            diag_specs = [task_spec(n, cfg.n_diagnose, cfg) for n in diag]
+            run_diagnose(adapter, diag_specs, out / "diagnose", seed=cfg.seed)
 
     _stage("5/5 leaderboards and figures")
     boards_done = (out / "leaderboards" / "leaderboard.md").exists()
@@ -392,7 +254,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
     rows = [[name, f"{v:.3f}" if v is not None else "n/a"] for name, v in drops.items()]
     print(tabulate(rows, headers=["ablation (select_k)", "mean accuracy drop vs none"]))
     for r in summary["hybrid_speed"]:
-        print(f"hybrid prefill (attention only) at {r['length']} tokens, keep {r['keep']}, "
-              f"W={r['window']}: {r['speedup']:.2f}× (FLOP bound {r['bound']:.2f}×)")  # fmt: skip
+        print(
+            f"hybrid prefill (attention only) at {r['length']} tokens, keep {r['keep']}, "
+            f"W={r['window']}: {r['speedup']:.2f}× (FLOP bound {r['bound']:.2f}×)"
+        )
     print(f"timings (s): {summary['timings_s']}")
     print(f"everything is in {summary['output']}/ (leaderboards/leaderboard.md first)")

@@ -6,7 +6,7 @@ import pytest
 
 from harness.api.specs import RunSpec, SpecError, TaskSpec
 from harness.cli import main as cli
-from harness.run import main_job
+from harness.run import main_job, protocol
 
 
 @pytest.mark.parametrize(
@@ -51,8 +51,8 @@ def test_a_huge_limit_is_capped_by_the_mini_tasks_data():
     from harness.api.task import build_task
     from harness.toy.scenes import HELD_OUT_SIZE
 
-    spec = main_job._task_spec("pope_mini", 10**12)
+    spec = protocol.task_spec("pope_mini", 10**12)
     assert spec.args["n"] == HELD_OUT_SIZE
-    assert main_job._task_spec("pope_mini", 64).args["n"] == 64
+    assert protocol.task_spec("pope_mini", 64).args["n"] == 64
     with pytest.raises(ValueError, match=r"n must be in \[1, 10000\]"):
         build_task("pope_mini", {"n": 10**12})
