@@ -1,8 +1,9 @@
-"""``headscope view DIR... [--output OUT] [--serve] [--port P]``.
+"""``headscope view DIR... [--output OUT] [--serve] [--host H] [--port P]``.
 
 Writes one static site for the given run directories (grid runs, main-job directories, or
 several runs shown side by side) into ``OUT`` (default ``DIR/view`` for a single ``DIR``) and,
-with ``--serve``, serves it on 127.0.0.1. The site also opens from ``file://`` directly.
+with ``--serve``, serves it on ``--host`` (127.0.0.1 by default; the port is bound before the
+site is built, so a busy port fails at once). The site also opens from ``file://`` directly.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run directories (grid run, main job) or folders of runs; several side by side",
     )
     add_output_argument(parser, None, "site folder (default: DIR/view for a single DIR)")
-    parser.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1")
+    parser.add_argument("--serve", action="store_true", help="serve the site (see --host)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address --serve binds (default 127.0.0.1: this machine only; 0.0.0.0: all)",
+    )
     parser.add_argument("--port", type=int, default=8000, help="port of --serve (default 8000)")
     parser.add_argument("--no-figures", action="store_true", help="leave the figures out")
     parser.add_argument(
@@ -60,19 +66,24 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else default_output(args.inputs)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--output {str(out)!r} is a file", hint="give a folder")
+    server = None
+    if args.serve:
+        from viewer.serve import make_server
+
+        server = make_server(out, args.port, args.host)
     t0 = time.perf_counter()
     data = collect(args.inputs, n_boot=args.n_boot)
+    index = build_site(data, out, figures=not args.no_figures)
     for warning in data.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
-    index = build_site(data, out, figures=not args.no_figures)
     n = sum(len(t.table["samples"]) for t in data.tasks)
     print(
         f"wrote {index} ({len(data.tasks)} tasks, {n} samples, {len(data.heads)} rankings) "
         f"in {time.perf_counter() - t0:.1f} s",
         file=sys.stderr,
     )
-    if args.serve:
+    if server is not None:
         from viewer.serve import serve
 
-        serve(out, args.port)
+        serve(server, out)
     return 0

@@ -66,7 +66,7 @@ def collect(paths: Sequence[str | Path], n_boot: int = 1000) -> SiteData:
     by_task: dict[str, list[Any]] = {}
     for line in lines:
         by_task.setdefault(line.first.entry.task, []).append(line)
-    data.tasks = [task_samples(t, by_task[t], models) for t in sorted(by_task)]
+    data.tasks = [task_samples(t, by_task[t], models, data.warnings) for t in sorted(by_task)]
     data.heads = ranking_views(sources.rankings, data.warnings)
     _mark_logged(data)
     return data

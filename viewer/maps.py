@@ -33,15 +33,45 @@ def find_maps(ranking_path: Path, warnings: list[str]) -> Any:
     except MapsFormatError as exc:
         warnings.append(f"{path}: attention maps left out: {exc}")
         return None
-    return _Loaded(maps, path.parent)
+    return _Loaded(maps, path.parent, warnings)
 
 
 class _Loaded:
-    """A loaded maps file and the folder its media paths are relative to."""
+    """A loaded maps file, the folder its media paths are relative to, the warnings list."""
 
-    def __init__(self, maps: Any, root: Path) -> None:
+    def __init__(self, maps: Any, root: Path, warnings: list[str]) -> None:
         self.maps = maps
         self.root = root
+        self.warnings = warnings
+
+
+def _media(loaded: _Loaded, task: str, s: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """A sample's media as page data, or none (and why) when one of its paths is refused.
+
+    Each path must name a PNG inside the maps folder (:func:`viewer.confine.inside`); the
+    sample's tokens index its media, so one refused medium leaves the whole sample without
+    media (its scores and attention numbers are still shown).
+    """
+    from viewer.confine import Refused, inside
+
+    media = []
+    for m in s.media:
+        try:
+            real = inside(loaded.root, m.path)
+        except Refused as exc:
+            note = f"media left out: {exc}"
+            loaded.warnings.append(f"{loaded.root / 'maps.json'}: {task} doc {s.doc_id}: {note}")
+            return [], note
+        media.append(
+            {
+                "kind": m.kind,
+                "index": m.index,
+                "width": m.width,
+                "height": m.height,
+                "file": str(real),
+            }
+        )
+    return media, None
 
 
 def _r(value: float, digits: int = 4) -> float:
@@ -51,8 +81,9 @@ def _r(value: float, digits: int = 4) -> float:
 def task_maps(loaded: Any, task: str) -> dict[str, Any] | None:
     """Page data of ``task``'s maps (None when the file has no maps for it).
 
-    Media are given as ``{"file": absolute source, "src": path inside the site}``; the site
-    writer copies each file once and drops ``file``.
+    Media are given with ``file``, their checked absolute source; the site writer copies
+    each file once, drops ``file`` and sets ``src``, the path inside the site. A sample whose
+    media were refused has none and says why (``media_note``).
     """
     entry = loaded.maps.tasks.get(task)
     if entry is None or not entry.samples:
@@ -60,17 +91,7 @@ def task_maps(loaded: Any, task: str) -> dict[str, Any] | None:
     heads = [{"name": h.label, "why": h.why, "rank": h.rank, "ram": _r(h.ram)} for h in entry.heads]
     samples = []
     for s in entry.samples:
-        media = [
-            {
-                "kind": m.kind,
-                "index": m.index,
-                "width": m.width,
-                "height": m.height,
-                "file": str(loaded.root / m.path),
-                "src": m.path,
-            }
-            for m in s.media
-        ]
+        media, note = _media(loaded, task, s)
         keep = [
             i
             for i in range(len(s.positions))
@@ -88,6 +109,7 @@ def task_maps(loaded: Any, task: str) -> dict[str, Any] | None:
                 "doc_id": s.doc_id,
                 "prompt": s.prompt,
                 "media": media,
+                "media_note": note,
                 "evidence": {
                     "kind": s.evidence_kind,
                     "regions": [

@@ -51,15 +51,21 @@ class TaskSamples:
     chunks: list[dict[str, Any]]
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _number(value: Any, finite: bool = True) -> bool:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return math.isfinite(value) or not finite
 
 
 def score_of(scores: Any, metric: str | None) -> tuple[str | None, float | None]:
-    """The per-sample score of a row's ``scores``: ``(key used, value)`` (see module doc)."""
+    """The per-sample score of a row's ``scores``: ``(key used, value)`` (see module doc).
+
+    A NaN or infinite value of the primary metric is that sample's score (shown as such, its
+    correctness unknown); the fallback to another key takes finite numbers only.
+    """
     if not isinstance(scores, dict):
         return None, None
-    if metric is not None and _number(scores.get(metric)):
+    if metric is not None and _number(scores.get(metric), finite=False):
         return metric, float(scores[metric])
     for key, value in scores.items():
         if _number(value):
@@ -69,18 +75,27 @@ def score_of(scores: Any, metric: str | None) -> tuple[str | None, float | None]
 
 def correct_mark(score: float | None, higher_is_better: bool, bounded: bool) -> str:
     """``1`` correct, ``0`` wrong, ``-`` unknown (no score, or no [0, 1] higher-is-better)."""
-    if score is None or not higher_is_better or not bounded:
+    if score is None or not higher_is_better or not bounded or not math.isfinite(score):
         return "-"
     return "1" if score >= CORRECT_AT else "0"
 
 
-def _read_rows(cell: Any) -> dict[Any, dict[str, Any]]:
-    """A cell's logged rows by doc id, read only (a run still writing is left untouched)."""
+def _read_rows(cell: Any, warnings: list[str]) -> dict[Any, dict[str, Any]]:
+    """A cell's logged rows by doc id, read only (a run still writing is left untouched).
+
+    The log must be a regular file inside the run directory
+    (:func:`harness.schema.samples.sample_log_path`); another is left out with a warning.
+    """
+    from harness.schema.results import ResultsError
     from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
 
     if not cell.entry.samples_file:  # e.g. an lmms-eval results file: no per-sample log
         return {}
-    path = sample_log_path(cell.run.path.parent, cell.entry, str(cell.run.path))
+    try:
+        path = sample_log_path(cell.run.path.parent, cell.entry, str(cell.run.path))
+    except ResultsError as exc:
+        warnings.append(f"sample log left out: {exc}")
+        return {}
     if not path.is_file():
         return {}
     rows, _ = unique_rows(read_sample_rows(path))
@@ -114,14 +129,18 @@ def run_name(results_path: Path) -> str:
     return folder.parent.name if folder.name in ("accuracy", "rank") else folder.name
 
 
-def task_samples(task: str, lines: Sequence[Any], models: dict[str, str]) -> TaskSamples:
+def task_samples(
+    task: str, lines: Sequence[Any], models: dict[str, str], warnings: list[str] | None = None
+) -> TaskSamples:
     """Build the table and chunks of ``task`` from its displayed lines.
 
     Args:
         task: Task name.
         lines: :class:`leaderboards.cells.Line` objects of this task (any models).
         models: Model identity → display name.
+        warnings: Gets a note per sample log left out (default: a list nobody reads).
     """
+    warnings = [] if warnings is None else warnings
     from leaderboards.cells import is_baseline, primary_metric
 
     names = _group_names(lines, models)
@@ -131,7 +150,7 @@ def task_samples(task: str, lines: Sequence[Any], models: dict[str, str]) -> Tas
         cell = line.first
         metric = primary_metric(cell)
         hib = _higher_is_better(cell, task, metric)
-        draws = [_read_rows(c) for c in line.cells]
+        draws = [_read_rows(c, warnings) for c in line.cells]
         per_column.append(draws)
         draw_ids.append(
             [(c.spec.get("args") or {}).get("draw", d) for d, c in enumerate(line.cells)]

@@ -17,7 +17,9 @@ shows (the samples list one table per task, a sample page one chunk).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -35,24 +37,43 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def slug(name: str) -> str:
-    """A file-name-safe form of a task or run name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "_"
+    """A file-name-safe form of a task or run name, distinct for distinct names.
+
+    A name made only of ``A-Za-z0-9_.-`` (and not ``.`` or ``..``) is its own slug; any other
+    gets the safe characters, ``~`` and 10 hex digits of its SHA-1, so ``"pope mini"`` and
+    ``"pope_mini"`` write different files (a safe name never holds ``~``).
+    """
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    if safe == name and name not in ("", ".", ".."):
+        return name
+    return f"{safe.strip('.')}~{hashlib.sha1(name.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each non-finite float as its name: ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+    JSON has no such numbers; the pages print these strings as they are (a NaN score is shown
+    as NaN, never as a missing one).
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_data(out: Path, rel: str, value: Any) -> Path:
-    """Write ``value`` as ``out/rel``: one ``HS.put(rel, value);`` statement."""
+    """Write ``value`` as ``out/rel``: one ``HS.put(rel, value);`` statement.
+
+    Non-finite floats are written as strings (:func:`_finite`).
+    """
     path = out / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    body = json.dumps(_finite(value), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     path.write_text(f"HS.put({json.dumps(rel)},{body});\n", encoding="utf-8")
     return path
-
-
-def _copy_once(src: Path, dst: Path) -> None:
-    if dst.is_file() and dst.stat().st_size == src.stat().st_size:
-        return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
 
 
 def _environment() -> Any:
@@ -82,9 +103,15 @@ def _figures(data: Any, out: Path) -> list[dict[str, str]]:
             plt.close(fig)
             shown.append({"src": f"figures/{stem}.png", "title": stem.replace("__", " · ")})
         return shown
+    from viewer.confine import Refused, copy_bounded, inside
+
     for raw in data.inputs:
         for png in sorted(Path(raw).glob("**/leaderboards/figures/*.png")):
-            _copy_once(png, target / png.name)
+            try:
+                copy_bounded(inside(raw, png.relative_to(raw)), target / png.name)
+            except Refused as exc:
+                data.warnings.append(f"{raw}: figure left out: {exc}")
+                continue
             shown.append({"src": f"figures/{png.name}", "title": png.stem.replace("__", " · ")})
     return shown
 
@@ -92,9 +119,15 @@ def _figures(data: Any, out: Path) -> list[dict[str, str]]:
 def _maps_files(data: Any, out: Path) -> list[dict[str, Any]]:
     """Copy every map's media into ``media/`` and write one maps data file per task.
 
+    Media were checked when collected (:func:`viewer.maps.task_maps`); each copy checks again
+    and stops at the size bound (:func:`viewer.confine.copy_bounded`). A sample whose copy
+    is refused is shown without media, with a warning in ``data.warnings``.
+
     Returns:
         The heads views with each task's ``maps`` replaced by its data file's path (or None).
     """
+    from viewer.confine import Refused, copy_bounded
+
     heads = copy.deepcopy(data.heads)
     for view in heads:
         for task, entry in view["tasks"].items():
@@ -102,11 +135,14 @@ def _maps_files(data: Any, out: Path) -> list[dict[str, Any]]:
             entry["maps"] = None
             if maps is None:
                 continue
-            for sample in maps["samples"]:
-                for m in sample["media"]:
-                    src = Path(m.pop("file"))
-                    m["src"] = f"media/{view['id']}/{slug(task)}/{Path(m['src']).name}"
-                    _copy_once(src, out / m["src"])
+            for i, sample in enumerate(maps["samples"]):
+                try:
+                    for j, m in enumerate(sample["media"]):
+                        m["src"] = f"media/{view['id']}/{slug(task)}/{i}_{j}.png"
+                        copy_bounded(m.pop("file"), out / m["src"])
+                except Refused as exc:
+                    sample["media"], sample["media_note"] = [], f"media left out: {exc}"
+                    data.warnings.append(f"{view['path']}: {task} doc {sample['doc_id']}: {exc}")
             entry["maps"] = (
                 write_data(out, f"data/maps/{view['id']}/{slug(task)}.js", maps)
                 .relative_to(out)

@@ -339,7 +339,10 @@ def _from_doc(doc: Any, root: Path) -> Maps:
         raise MapsFormatError(
             f"unsupported maps version {doc.get('version')!r} (this headscope reads {MAPS_VERSION})"
         )
-    npz = root / doc["arrays"]["file"]
+    name = str(doc["arrays"]["file"])
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise MapsFormatError(f"arrays file {name!r} is not a file name beside the maps file")
+    npz = root / name
     if not npz.is_file() or _sha256(npz) != doc["arrays"]["sha256"]:
         raise MapsFormatError(f"{npz.name} is missing or does not match (interrupted write?)")
     with np.load(npz, allow_pickle=False) as data:

@@ -43,7 +43,9 @@ def test_score_of_uses_the_primary_metric_else_the_first_numeric_score():
     # vidstg-like row: the aggregate is m_tIoU, the row holds tIoU after a string and booleans
     row = {"sentence_type": "declarative", "evaluable": True, "counted": True, "tIoU": 0.25}
     assert score_of(row, "m_tIoU") == ("tIoU", 0.25)
-    assert score_of({"pred": "x", "accuracy": float("nan")}, "accuracy") == (None, None)
+    key, value = score_of({"pred": "x", "accuracy": float("nan")}, "accuracy")
+    assert key == "accuracy" and math.isnan(value)  # shown as NaN, not as missing
+    assert score_of({"pred": "x", "tIoU": float("nan")}, "m_tIoU") == (None, None)
     assert score_of(None, "accuracy") == (None, None)
 
 

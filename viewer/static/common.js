@@ -105,7 +105,9 @@
   };
 
   HS.fmt = function (value, digits) {
-    if (value === null || value === undefined || Number.isNaN(value)) return "—";
+    if (value === null || value === undefined) return "—";
+    if (typeof value === "string") return value; /* "NaN", "Infinity", "-Infinity" as written */
+    if (Number.isNaN(value)) return "NaN";
     return Number(value).toFixed(digits === undefined ? 3 : digits);
   };
 

@@ -59,6 +59,9 @@
   HS.drawSample = function (sample, weights, opts) {
     opts = opts || {};
     var maxSide = opts.maxSide || 200;
+    if (!sample.media.length) {
+      return HS.el("p", { class: "empty", text: sample.media_note || "no media saved" });
+    }
     var by = tokensByMedium(sample);
     var peak = 0;
     if (weights) weights.forEach(function (w) { if (w > peak) peak = w; });
