@@ -144,11 +144,11 @@ def write_tables(
     """Write each table in each format, each file atomically; returns the files written.
 
     Raises:
-        harness.run.outdir.OutputDirError: a file cannot be written (disk full, read-only),
+        harness.schema.writes.OutputDirError: a file cannot be written (disk full, read-only),
             naming it; the files written before it are whole, the rest are not touched.
     """
-    from harness.run.outdir import writing
     from harness.schema.results import replace_atomically
+    from harness.schema.writes import writing
 
     out = Path(out_dir)
     with writing(out, "leaderboard directory"):
@@ -185,7 +185,7 @@ def check_output(out: str | Path) -> None:
     Raises:
         leaderboards.settings.MergeError: naming the directory and the file found.
     """
-    from harness.run.outdir import check_writable
+    from harness.schema.writes import check_writable
 
     out = Path(out)
     check_writable(out, "leaderboard --output")
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     written = write_tables(tables, args.output, formats)
     if not args.no_figures:
-        from harness.run.outdir import writing
+        from harness.schema.writes import writing
         from leaderboards.figures import PlotUnavailableError, write_figures
 
         figures = Path(args.output) / "figures"

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.api.heads import head_label  # noqa: E402
 from harness.toy.scenes import GRID, IMAGE_SIZE, KINDS, box_cell, generate_samples  # noqa: E402
 from harness.toy.training.batches import prompt_of  # noqa: E402
 
@@ -230,7 +231,9 @@ def main(argv=None):
     n_layers, n_heads = mat.shape
     order = [divmod(i, n_heads) for i in mat.flatten().argsort(descending=True).tolist()]
     k = max(1, round(args.frac * n_layers * n_heads))
-    print("RAM top heads", [(f"L{la}H{h}", round(mat[la, h].item(), 3)) for la, h in order[:8]])
+    print(
+        "RAM top heads", [(head_label(la, h), round(mat[la, h].item(), 3)) for la, h in order[:8]]
+    )
     res = {"base": base, "k": k, "ram": mat.tolist(), "top": order[:k], "bottom": order[-k:]}
     forced = forced_accuracy(model, processor, data)
     print("teacher-forced accuracy", json.dumps(forced), f"mean {mean(forced):.4f}")

@@ -11,15 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ranking_views", "head_name", "DIGITS"]
+__all__ = ["ranking_views", "DIGITS"]
 
 #: Significant digits kept for RAM values and attention weights in the page data.
 DIGITS = 4
-
-
-def head_name(layer: int, head: int) -> str:
-    """``L12H3``: how heads print everywhere in headscope."""
-    return f"L{layer}H{head}"
 
 
 def _round(value: float) -> float | None:
@@ -46,7 +41,7 @@ def ranking_views(rankings: Sequence[Any], warnings: list[str]) -> list[dict[str
         tasks = {}
         for name, task in ranking.tasks.items():
             mean = [[_round(float(v)) for v in row] for row in task.mean.tolist()]
-            top = [head_name(h.layer, h.head) for h in ranking.top_heads(name, 5)]
+            top = [str(h) for h in ranking.top_heads(name, 5)]
             tasks[name] = {
                 "mean": mean,
                 "n": int(task.per_sample.shape[0]),

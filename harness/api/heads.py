@@ -1,6 +1,7 @@
 """Attention heads as values, and the model geometry they live in.
 
-A head has exactly one printed form, ``L{layer}H{head}`` (0-based), e.g. ``L12H3``.
+A head has exactly one printed form, ``L{layer}H{head}`` (0-based), e.g. ``L12H3``, written
+by :func:`head_label` only (a test forbids spelling it anywhere else).
 """
 
 from __future__ import annotations
@@ -10,9 +11,18 @@ from dataclasses import dataclass
 
 from harness.api.errors import UsageError
 
-__all__ = ["Head", "Geometry"]
+__all__ = ["Head", "Geometry", "head_label"]
 
 _HEAD_RE = re.compile(r"^L(\d+)H(\d+)$")
+
+
+def head_label(layer: int, head: int) -> str:
+    """The printed form of head ``head`` of layer ``layer``: ``head_label(12, 3) == "L12H3"``.
+
+    It does not check the indices (a maps file's reader names a bad head with it); build a
+    :class:`Head` to check them.
+    """
+    return f"L{layer}H{head}"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -27,7 +37,7 @@ class Head:
             raise ValueError(f"negative head index {self.layer}, {self.head}")
 
     def __str__(self) -> str:
-        return f"L{self.layer}H{self.head}"
+        return head_label(self.layer, self.head)
 
     @classmethod
     def parse(cls, text: str) -> Head:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.api.task import build_task
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.means import check_means_path, save_head_means, task_head_means
-    from harness.run.outdir import check_writable
+    from harness.schema.writes import check_writable
 
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be ≥ 1, got {args.batch_size}")

@@ -180,7 +180,7 @@ def rescore(
             (names the task); logged documents not in the loaded data.
         harness.schema.results.ResultsError: a sample log missing, unnamed or outside
             ``run_dir``; ``results_name`` not a file name inside ``run_dir``.
-        harness.run.outdir.OutputDirError: the new file cannot be written (disk full,
+        harness.schema.writes.OutputDirError: the new file cannot be written (disk full,
             read-only), naming it.
     """
     from dataclasses import replace
@@ -189,9 +189,9 @@ def rescore(
     from harness.api.scoring import check_scoring
     from harness.api.task import ScoringContext, build_task
     from harness.cli._args import takes_scoring
-    from harness.run.outdir import writing
     from harness.schema.results import MetricRecord, ResultsError, load_results
     from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
+    from harness.schema.writes import writing
 
     check_scoring("rescore", scoring)
     root = Path(run_dir)

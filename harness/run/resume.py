@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.run.outdir import OutputDirError
+from harness.schema.writes import OutputDirError
 
 __all__ = ["MARKER", "write_marker", "rank_request", "reusable_ranking", "diagnose_done"]
 

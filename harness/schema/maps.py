@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from harness.api.errors import UsageError
+from harness.api.heads import head_label
 
 __all__ = [
     "MAPS_FORMAT",
@@ -119,7 +120,7 @@ class MapHead:
     @property
     def label(self) -> str:
         """Printed form, ``L12H3``."""
-        return f"L{self.layer}H{self.head}"
+        return head_label(self.layer, self.head)
 
 
 @dataclass(frozen=True)

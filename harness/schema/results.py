@@ -96,7 +96,7 @@ def name_path(exc: OSError, path: str | Path) -> OSError:
     """``exc`` naming ``path`` (the file being written) where it names none or a temp file.
 
     A write that fails on a full disk raises without a file name, and one that fails on the
-    temporary file names that; the caller (:func:`harness.run.outdir.writing_into`) reports
+    temporary file names that; the caller (:func:`harness.schema.writes.writing_into`) reports
     the file the user knows.
     """
     if exc.filename is None or str(exc.filename).endswith(".tmp"):

@@ -105,8 +105,8 @@ def test_the_user_error_types_are_usage_errors_and_still_value_errors():
     from harness.api.specs import SpecError
     from harness.api.task import BadDataError, SampleError, TaskLoadError
     from harness.models.loading import CheckpointError
-    from harness.run.outdir import OutputDirError
     from harness.schema.results import ResultsError
+    from harness.schema.writes import OutputDirError
     from leaderboards.settings import MergeError
 
     user_errors = (InterventionError, RegistryError, UnknownNameError, SpecError, BadDataError)

@@ -216,7 +216,7 @@ def test_oversized_pdf_pages_are_refused_before_rendering(tmp_path):
 
 
 def test_unwritable_output_is_named_without_writing(tmp_path, monkeypatch):
-    from harness.run.outdir import OutputDirError, check_writable
+    from harness.schema.writes import OutputDirError, check_writable
 
     (tmp_path / "ro").mkdir()
     monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(tmp_path / "ro"))

@@ -5,6 +5,7 @@ function is still a dependency: it only moves the failure to run time).
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,30 @@ def test_tasks_are_one_package_per_benchmark():
         if package.name == "__pycache__":
             continue
         assert (package / "__init__.py").is_file(), f"{package} is not a package"
+
+
+def test_leaderboards_and_viewer_read_files_without_the_run_layer():
+    # leaderboards/ and viewer/ read typed result files: they may use harness/ up to the
+    # probes layer (plots, profiles), never the run, cli or lmms layers that write runs.
+    above = [
+        f"{module} -> {dep}"
+        for module, deps in import_graph().items()
+        if module.split(".")[0] in ("leaderboards", "viewer")
+        for dep in deps
+        if (_layer(dep) or 0) > LAYERS["harness.probes"]
+    ]
+    assert not above, "leaderboards/viewer import the run layers:\n" + "\n".join(sorted(above))
+
+
+def test_the_head_label_is_written_in_one_place():
+    # "L12H3" is how heads print everywhere: harness.api.heads.head_label writes it, and no
+    # other Python file spells the f-string form (a second spelling drifts from the first).
+    pattern = re.compile(r"""f["']L\{[^}]*\}H\{""")
+    files = [p for d in (*PACKAGES, "scripts") for p in sorted((ROOT / d).rglob("*.py"))]
+    spelled = [
+        str(p.relative_to(ROOT))
+        for p in files
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if pattern.search(line)
+    ]
+    assert spelled == ["harness/api/heads.py"], spelled

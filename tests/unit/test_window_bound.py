@@ -41,8 +41,14 @@ def test_kept_heads_round_up(keep, heads, kept):
     assert kept_heads(keep, heads) == kept
 
 
-def test_bench_smoke(capsys):
+def test_bench_smoke(capsys, monkeypatch):
     pytest.importorskip("torch")
+    import harness.bench.hybrid as hybrid
+
+    # The row rounds dense_ms and sdpa_ms to 0.01 ms; on the tiny geometry they are ~0.1 ms,
+    # where rounding alone moves their ratio by ~0.06 (0.074 / 0.106 vs 0.07 / 0.11), past any
+    # useful tolerance. So the bench runs with its rounding off and the row is checked exactly.
+    monkeypatch.setattr(hybrid, "round", lambda x, ndigits=None: x, raising=False)
     argv = ["--lengths", "64", "--window", "16", "--repeats", "1", "--layers", "1", "--json"]
     argv += ["--geometry", "tiny", "--warmup", "0"]
     for scope in ("attention", "layer"):
@@ -57,9 +63,10 @@ def test_bench_smoke(capsys):
         assert row["geometry"] == "tiny" and row["device"] == "cpu"
         geo = GEOMETRIES["tiny"]["geometry"]
         bound = flop_speedup_bound(geo, 64, 16, 1 / 8, linear=scope == "layer")
-        assert row["bound"] == pytest.approx(bound, abs=1e-3)
+        assert row["bound"] == pytest.approx(bound, rel=1e-12)  # unrounded: rounding is off
+        assert row["speedup"] == pytest.approx(row["dense_ms"] / row["hybrid_ms"], rel=1e-12)
         overhead = row["dense_ms"] / row["sdpa_ms"] - 1
-        assert row["dispatch_overhead"] == pytest.approx(overhead, abs=0.05)
+        assert row["dispatch_overhead"] == pytest.approx(overhead, rel=1e-12, abs=1e-12)
 
 
 def test_bench_alias_and_old_flag(capsys):
