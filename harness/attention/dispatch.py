@@ -2,9 +2,11 @@
 
 One registered function serves every intervention and probe (attention.md): it reads the
 :class:`~harness.attention.plan.LayerPlan` installed on each decoder attention module by
-:func:`plan_scope`. Layers without a plan — and modules that are not causal decoder layers
-(vision towers) — go through HF's own ``sdpa_attention_forward`` unchanged, so an empty plan
-is bit-identical to ``attn_implementation="sdpa"``.
+:func:`plan_scope`. Layers without a plan — and modules that are not decoder layers (vision
+towers: no ``layer_idx``) — go through HF's own ``sdpa_attention_forward`` unchanged, so an
+empty plan is bit-identical to ``attn_implementation="sdpa"``. A decoder module that says
+``is_causal=False`` (PaliGemma's prefix-LM) is still a decoder layer: its plan runs under the
+mask the model passes (docs/attention_semantics.md).
 
 Usage::
 
@@ -53,6 +55,7 @@ __all__ = [
     "Window",
     "current_plan",
     "ensure_registered",
+    "explicit_mask",
     "headscope_attention",
     "merge_plans",
     "plan_scope",
@@ -86,7 +89,10 @@ def headscope_attention(
         query: (B, H, S_q, D), RoPE applied.
         key: (B, H_kv, S_kv, D), cache included, not repeated for GQA.
         value: (B, H_kv, S_kv, D).
-        attention_mask: HF bool mask (B, 1, S_q, S_kv), True = attend; None = plain causal.
+        attention_mask: HF bool mask (B, 1, S_q, S_kv), True = attend, authoritative (it may
+            let a query see keys ahead of it: Gemma3's image block, PaliGemma's prefix);
+            None = the module's own default: causal, or no mask at all for a decoder module
+            with ``is_causal=False`` (PaliGemma's), as HF's sdpa path reads it.
         dropout: Attention dropout (only the plain sdpa path honours it; models run in eval).
         scaling: Softmax scale.
         **kwargs: Passed through to HF's sdpa function.
@@ -97,11 +103,13 @@ def headscope_attention(
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     lp = getattr(module, _PLAN_ATTR, None)
-    if lp is None or getattr(module, "layer_idx", None) is None or not module.is_causal:
+    if lp is None or getattr(module, "layer_idx", None) is None:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     from harness.attention.execute import run_layer_plan
+
+    attention_mask = explicit_mask(module, attention_mask, query, key, kwargs.get("is_causal"))
 
     return run_layer_plan(
         module,
@@ -115,6 +123,25 @@ def headscope_attention(
         kwargs,
         window_kernel=_state["window_kernel"],
     )
+
+
+def explicit_mask(
+    module: Any, attention_mask: Any, query: Any, key: Any, is_causal: bool | None = None
+) -> Any:
+    """The mask a plan runs under: HF's own, or all-True where None means "no mask".
+
+    HF's sdpa path reads a None mask as causal only when the module (or an ``is_causal``
+    kwarg) says so; PaliGemma's decoder modules are ``is_causal=False`` and get None when
+    no token type ids are passed and nothing is padded. The plan executor reads None as
+    causal, so that case becomes an explicit all-True mask here.
+    """
+    causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+    if attention_mask is not None or causal or query.shape[2] == 1:
+        return attention_mask
+    import torch
+
+    shape = (query.shape[0], 1, query.shape[2], key.shape[2])
+    return torch.ones(1, 1, 1, 1, dtype=torch.bool, device=query.device).expand(shape)
 
 
 def ensure_registered() -> None:

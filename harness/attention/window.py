@@ -4,9 +4,13 @@ Conventions: ``q`` is (B, h, S_q, D); ``k``/``v`` are (B, h, S_kv, D) with one K
 query head for the reference (callers gather KV heads), or (B, h_kv, S_kv, D) with GQA
 grouping for the chunked kernel; ``attention_mask`` is HF's bool mask
 (B, 1, S_q, S_kv), True = attend, or None for "plain causal"; the first query row sits at
-absolute position ``S_kv − S_q``. A query at position p sees keys in (p − W, p] and, with
-``sinks`` = n, the first n *real* keys (after left padding). Rows that see no key return 0,
-as torch's SDPA does.
+absolute position ``S_kv − S_q``. The mask is authoritative: a windowed query at position p
+sees every key the mask allows except those at or before p − W, plus (``sinks`` = n) the
+first n *real* keys (after left padding) when the mask allows them. For a causal mask that
+is the band (p − W, p]; where the model lets a query see keys *ahead* of it (Gemma3's
+bidirectional image block, PaliGemma's prefix-LM) those keys stay, as in transformers' own
+Gemma3 sliding layers (``sliding_window_overlay`` AND (causal OR blockwise)). Rows that see
+no key return 0, as torch's SDPA does.
 
 Two implementations with one contract: :func:`window_attention_reference` (explicit masked
 softmax over the full S_q × S_kv mask) and :func:`window_attention_chunked` (SDPA per query
@@ -16,6 +20,7 @@ block over keys [s − W + 1, e) plus gathered sink keys; O(S·W) work).
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "full_bool_mask",
     "first_real",
+    "keys_ahead",
     "masked_softmax",
     "per_head_kv",
     "window_mask",
@@ -59,6 +65,41 @@ def first_real(attention_mask: torch.Tensor | None, batch: int, device=None) -> 
 def per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
     """KV rows for the given query heads: (B, len(heads), S, D) (no full repeat)."""
     return tensor[:, [h // group for h in heads]]
+
+
+def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
+    """Whether the mask lets any query row see a key after its own position.
+
+    False for None (plain causal) and for HF's causal ∧ padding masks; True for Gemma3's
+    bidirectional image blocks and PaliGemma's prefix. The answer for the last few mask
+    tensors is remembered (a model passes the same mask to every layer of a forward).
+    """
+    import torch
+
+    if attention_mask is None:
+        return False
+    mask = attention_mask
+    key = (mask.data_ptr(), tuple(mask.shape), mask.stride(), mask._version, str(mask.device))
+    hit = _AHEAD.get(key)
+    if hit is not None and hit[0]() is attention_mask:
+        return hit[1]
+    q_len, kv_len = attention_mask.shape[-2:]
+    offset = kv_len - q_len
+    found = False
+    for s in range(0, q_len, 256):
+        e = min(q_len, s + 256)
+        rows = attention_mask[..., s:e, offset + s :]  # keys from the block's first row on
+        ahead = torch.ones(e - s, rows.shape[-1], dtype=torch.bool, device=rows.device)
+        if (rows & ahead.triu(1)).any():
+            found = True
+            break
+    if len(_AHEAD) >= 8:
+        _AHEAD.clear()
+    _AHEAD[key] = (weakref.ref(attention_mask), found)
+    return found
+
+
+_AHEAD: dict[tuple, tuple] = {}
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -135,7 +176,9 @@ def window_attention_chunked(
     Without sinks, all interior blocks (whose key span starts at or after key 0) go through
     one SDPA call: keys are an overlapping strided *view* (no copy), blocks are the batch
     dimension and the band mask (b, W + b − 1) is shared by every block. The first blocks,
-    the tail and every block with sinks take the per-block loop.
+    the tail, every block with sinks and every block of a mask with keys ahead of the query
+    (:func:`keys_ahead`: their key span reaches the last key the mask allows) take the
+    per-block loop.
 
     Args:
         q: (B, h, S_q, D) queries.
@@ -160,8 +203,8 @@ def window_attention_chunked(
         k, v = (t.repeat_interleave(heads // t.shape[1], 1) for t in (k, v))
     if out is None:
         out = q.new_empty(batch, heads, q_len, v.shape[-1])
-    if sinks:
-        start = first_real(attention_mask, batch, q.device)
+    if sinks or keys_ahead(attention_mask):
+        start = first_real(attention_mask, batch, q.device) if sinks else None
         for s, e in _spans(0, q_len, block):
             _one_block(q, k, v, attention_mask, size, (sinks, start), scale, (s, e), out)
         return out
@@ -241,9 +284,12 @@ def _block_view(t, start: int, step: int, span: int, count: int):
 
 
 def _one_block(q, k, v, attention_mask, size: int, sink_info, scale, rows, out) -> None:
-    """Query rows [s, e): SDPA over keys [s − W + 1, e) (+ sink keys gathered in front).
+    """Query rows [s, e): SDPA over keys [s − W + 1, end) (+ sink keys gathered in front).
 
-    ``sink_info`` is (sinks, first real key per batch row or None).
+    ``end`` is the block's last query + 1, or further when the mask allows keys ahead of the
+    rows (:func:`keys_ahead`). With a mask, causality and everything ahead come from the mask
+    alone; without one the band is causal. ``sink_info`` is (sinks, first real key per batch
+    row or None).
     """
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -259,23 +305,30 @@ def _one_block(q, k, v, attention_mask, size: int, sink_info, scale, rows, out) 
             enable_gqa=kv_heads != heads,
         )  # fmt: skip
         return
+    end = offset + e
+    if attention_mask is not None and keys_ahead(attention_mask):
+        seen = attention_mask[:, 0, s:e, end:].any(1).any(0).nonzero()
+        end = end + int(seen[-1]) + 1 if len(seen) else end
     q_pos = torch.arange(offset + s, offset + e, device=q.device)
     ks = max(0, offset + s - size + 1)
-    k_pos = torch.arange(ks, offset + e, device=q.device)
+    k_pos = torch.arange(ks, end, device=q.device)
     rel = q_pos[:, None] - k_pos[None, :]
-    mask = ((rel >= 0) & (rel < size)).view(1, 1, e - s, -1)
-    kb, vb = k[:, :, ks : offset + e], v[:, :, ks : offset + e]
+    behind = rel >= 0 if attention_mask is None else torch.ones_like(rel, dtype=torch.bool)
+    mask = (behind & (rel < size)).view(1, 1, e - s, -1)
+    kb, vb = k[:, :, ks:end], v[:, :, ks:end]
     if sinks:
         sink_idx = (start[:, None] + torch.arange(sinks, device=q.device)).clamp(max=kv_len - 1)
         # sinks that fall inside this key slice but outside the band
         in_sink = k_pos.view(1, 1, 1, -1) < start.view(batch, 1, 1, 1) + sinks
-        mask = mask | ((rel >= 0).view(1, 1, e - s, -1) & in_sink)
+        mask = mask | (behind.view(1, 1, e - s, -1) & in_sink)
     if attention_mask is not None:
-        mask = mask & attention_mask[:, :, s:e, ks : offset + e]
+        mask = mask & attention_mask[:, :, s:e, ks:end]
     if sinks:
         # Sinks already inside the band are masked here so they are not counted twice.
-        sm = (sink_idx[:, None, :] < ks) & (sink_idx[:, None, :] <= q_pos[None, :, None])
-        if attention_mask is not None:
+        sm = sink_idx[:, None, :] < ks
+        if attention_mask is None:
+            sm = sm & (sink_idx[:, None, :] <= q_pos[None, :, None])
+        else:
             rows = attention_mask[:, 0, s:e]
             sm = sm & rows.gather(-1, sink_idx[:, None, :].expand(-1, e - s, -1))
         mask = torch.cat([sm[:, None].expand(-1, 1, -1, -1), mask.expand(batch, -1, -1, -1)], -1)
