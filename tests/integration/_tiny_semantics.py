@@ -28,13 +28,23 @@ IMAGE, BOI, EOI = VOCAB - 1, VOCAB - 2, VOCAB - 3
 TEXT_TOP = VOCAB - 8  # random text ids stay below the special ids
 
 _TEXT = dict(
-    vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_attention_heads=4,
-    num_key_value_heads=2, head_dim=16, initializer_range=0.2, pad_token_id=0,
-)  # fmt: skip
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=128,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    initializer_range=0.2,
+    pad_token_id=0,
+)
 _SIGLIP = dict(
-    hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-    image_size=56, patch_size=14,
-)  # fmt: skip
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    image_size=56,
+    patch_size=14,
+)
 
 
 def _done(model):
@@ -52,14 +62,25 @@ def gemma3(sliding_window: int = 6, layer_types: list[str] | None = None):
 
     torch.manual_seed(0)
     types = layer_types or ["sliding_attention"] * 5 + ["full_attention"]
-    text = dict(_TEXT, num_hidden_layers=len(types), sliding_window=sliding_window,
-                layer_types=types, query_pre_attn_scalar=16, rope_parameters={
-                    t: {"rope_type": "default", "rope_theta": 10000.0}
-                    for t in ("full_attention", "sliding_attention")})  # fmt: skip
+    text = dict(
+        _TEXT,
+        num_hidden_layers=len(types),
+        sliding_window=sliding_window,
+        layer_types=types,
+        query_pre_attn_scalar=16,
+        rope_parameters={
+            t: {"rope_type": "default", "rope_theta": 10000.0}
+            for t in ("full_attention", "sliding_attention")
+        },
+    )
     cfg = Gemma3Config(
-        text_config=text, vision_config=_SIGLIP, mm_tokens_per_image=4,
-        boi_token_index=BOI, eoi_token_index=EOI, image_token_index=IMAGE,
-    )  # fmt: skip
+        text_config=text,
+        vision_config=_SIGLIP,
+        mm_tokens_per_image=4,
+        boi_token_index=BOI,
+        eoi_token_index=EOI,
+        image_token_index=IMAGE,
+    )
     model = Gemma3ForConditionalGeneration(cfg)
     with torch.no_grad():  # HF initialises the projector to zero: no image signal at all
         model.model.multi_modal_projector.mm_input_projection_weight.normal_(0, 0.2)
@@ -75,8 +96,13 @@ def paligemma(text: str = "gemma", softcap: float = 5.0):
     if text == "gemma2":
         tc.update(attn_logit_softcapping=softcap, sliding_window=6, query_pre_attn_scalar=16)
     vision = dict(_SIGLIP, projection_dim=64)
-    cfg = PaliGemmaConfig(text_config=tc, vision_config=vision, image_token_index=IMAGE,
-                          projection_dim=64, hidden_size=64)  # fmt: skip
+    cfg = PaliGemmaConfig(
+        text_config=tc,
+        vision_config=vision,
+        image_token_index=IMAGE,
+        projection_dim=64,
+        hidden_size=64,
+    )
     cfg.text_config.num_image_tokens = 16
     return _done(PaliGemmaForConditionalGeneration(cfg))
 
@@ -86,10 +112,19 @@ def aya_vision():
     from transformers import AyaVisionConfig, AyaVisionForConditionalGeneration
 
     torch.manual_seed(0)
-    text = dict(_TEXT, model_type="cohere2", num_hidden_layers=4, sliding_window=6,
-                layer_types=["sliding_attention"] * 3 + ["full_attention"])  # fmt: skip
-    cfg = AyaVisionConfig(text_config=text, vision_config=dict(_SIGLIP, model_type="siglip_vision_model"),
-                          image_token_index=IMAGE, downsample_factor=2)  # fmt: skip
+    text = dict(
+        _TEXT,
+        model_type="cohere2",
+        num_hidden_layers=4,
+        sliding_window=6,
+        layer_types=["sliding_attention"] * 3 + ["full_attention"],
+    )
+    cfg = AyaVisionConfig(
+        text_config=text,
+        vision_config=dict(_SIGLIP, model_type="siglip_vision_model"),
+        image_token_index=IMAGE,
+        downsample_factor=2,
+    )
     return _done(AyaVisionForConditionalGeneration(cfg))
 
 
@@ -98,9 +133,15 @@ def qwen3_5():
     from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
     torch.manual_seed(0)
-    text = dict(_TEXT, num_hidden_layers=4, linear_key_head_dim=16, linear_value_head_dim=16,
-                linear_num_key_heads=2, linear_num_value_heads=4,
-                layer_types=["linear_attention"] * 3 + ["full_attention"])  # fmt: skip
+    text = dict(
+        _TEXT,
+        num_hidden_layers=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        layer_types=["linear_attention"] * 3 + ["full_attention"],
+    )
     vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64)
     cfg = Qwen3_5Config(text_config=text, vision_config=vision)
     return _done(Qwen3_5ForConditionalGeneration(cfg))
@@ -113,9 +154,17 @@ def mllama():
     torch.manual_seed(0)
     text = dict(_TEXT, num_hidden_layers=2, cross_attention_layers=[1])
     text.pop("head_dim")
-    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_global_layers=1,
-                  attention_heads=2, image_size=28, patch_size=14, vision_output_dim=64,
-                  intermediate_layers_indices=[0])  # fmt: skip
+    vision = dict(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_global_layers=1,
+        attention_heads=2,
+        image_size=28,
+        patch_size=14,
+        vision_output_dim=64,
+        intermediate_layers_indices=[0],
+    )
     cfg = MllamaConfig(text_config=text, vision_config=vision)
     return _done(MllamaForConditionalGeneration(cfg))
 
@@ -125,18 +174,41 @@ def florence2():
     from transformers import Florence2Config, Florence2ForConditionalGeneration
 
     torch.manual_seed(0)
-    text = dict(vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
-                encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                decoder_ffn_dim=64, max_position_embeddings=64)  # fmt: skip
-    vision = dict(depths=[1], patch_size=[7], patch_stride=[4], patch_padding=[3],
-                  patch_prenorm=[False], embed_dim=[32], num_heads=[2], num_groups=[2],
-                  projection_dim=32)  # fmt: skip
+    text = dict(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+    )
+    vision = dict(
+        depths=[1],
+        patch_size=[7],
+        patch_stride=[4],
+        patch_padding=[3],
+        patch_prenorm=[False],
+        embed_dim=[32],
+        num_heads=[2],
+        num_groups=[2],
+        projection_dim=32,
+    )
     cfg = Florence2Config(text_config=text, vision_config=vision, image_token_id=IMAGE)
     return _done(Florence2ForConditionalGeneration(cfg))
 
 
-def image_inputs(model, n_image: int, text_before: int = 2, text_after: int = 8,
-                 pads: tuple[int, ...] = (0,), seed: int = 0, suffix: int = 0) -> dict:
+def image_inputs(
+    model,
+    n_image: int,
+    text_before: int = 2,
+    text_after: int = 8,
+    pads: tuple[int, ...] = (0,),
+    seed: int = 0,
+    suffix: int = 0,
+) -> dict:
     """A left-padded batch: [pad…] BOS? text, BOI, n_image × IMAGE, EOI, text (+ suffix).
 
     ``token_type_ids`` are 1 on image tokens (Gemma3) or, with ``suffix`` > 0, 0 on the prompt
