@@ -277,6 +277,16 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
         getattr(sources, f"bench_{bench.kind}").append(parse_bench(bench, path))
 
 
+def _json_like(file: Path) -> bool:
+    """Whether ``file`` starts like a JSON object (a damaged headscope file may; others do not)."""
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(64).lstrip()
+    except OSError:
+        return True  # unreadable: reported as such
+    return head.startswith(b"{")
+
+
 #: File names headscope writes: one of these that does not parse is an error, not a skip.
 OWN_FILES = ("results.json", "ranking.json", "spearman.json", "summary.json",
              "bench_hybrid.json", "run_spec.json", "diagnostics_paper.json",
@@ -310,6 +320,12 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
                 doc = json.loads(file.read_text(encoding="utf-8"))
             except (ValueError, OSError) as exc:  # JSON/Unicode errors, unreadable file
                 why = exc.strerror if isinstance(exc, OSError) else f"not valid JSON: {exc}"
+                if file == path and file.name not in OWN_FILES and not _json_like(file):
+                    raise MergeError(
+                        f"{file}: not a headscope file (the leaderboard reads run directories "
+                        "and headscope's JSON results, ranking, bench and diagnose files)",
+                        hint="leave it out",
+                    ) from None
                 if file == path or file.name in OWN_FILES:
                     raise MergeError(
                         f"{file}: {why} (a truncated or damaged headscope file: rerun the "

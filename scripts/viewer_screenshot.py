@@ -1,4 +1,4 @@
-"""Screenshots of ``headscope view`` on a run directory (the README's come from the toy main job).
+"""Screenshots of ``headscope view`` on a run directory (docs/viewer.md shows the toy main job's).
 
     headscope run --output OUT --limit 8 --maps 3
     python scripts/viewer_screenshot.py OUT --output docs/figures

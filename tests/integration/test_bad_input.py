@@ -197,6 +197,21 @@ def test_leaderboard_names_a_truncated_or_ill_typed_results_file(tmp_path, capsy
     assert len(lines) == 1 and "metric 0: value must be a finite number" in lines[0]
 
 
+def test_leaderboard_says_a_means_file_is_not_a_headscope_file(tmp_path, capsys):
+    # `means --output runs/means.pt`, then `leaderboard runs/*`: the shell passes means.pt too
+    runs = tmp_path / "runs"
+    assert main([*RUN, "--output", str(runs / "toy")]) == 0
+    assert (
+        main(["means", "--tasks", "pope_mini", "--limit", "2", "--output", str(runs / "means.pt")])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["leaderboard", str(runs / "toy"), str(runs / "means.pt"), "--quiet"]) == 2
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and "means.pt: not a headscope file" in lines[0], lines
+    assert "truncated or damaged" not in lines[0] and "hint: leave it out" in lines[0]
+
+
 def test_real_process_prints_one_line_and_no_traceback(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     (tmp_path / "f").write_text("a file")

@@ -141,3 +141,64 @@ def test_the_docs_show_no_temporary_paths():
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"/tmp/|/private/var/folders/|pytest-of-", text), path.name
+
+
+#: Commands whose output a leaderboard or the viewer reads (typed headscope files).
+RESULT_WRITERS = ("run", "rank", "diagnose", "rescore")
+
+
+def _written(argv: list[str]) -> str | None:
+    """The path a documented command writes: its --output or its default, or None."""
+    for flag in ("--output", "--output_path", "--output-path"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1].rstrip("/")
+    return "headscope_out" if argv[0] == "run" else None  # run's default
+
+
+def _inputs(argv: list[str]) -> list[str]:
+    """The run directories or files a leaderboard / view / rescore command reads."""
+    if argv[0] not in ("leaderboard", "view", "rescore"):
+        return []
+    out, skip = [], False
+    for token in argv[1:]:
+        if skip:
+            skip = False
+        elif token.startswith("-"):
+            skip = "=" not in token and token not in ("--serve", "--no-figures", "--all-metrics")
+        else:
+            out.append(token.rstrip("/"))
+    return out
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_no_documented_command_overwrites_another(path):
+    """Two different commands of one page never write one place (the second would replace
+    the first, or be refused as a different spec), and a leaderboard or the viewer never reads
+    what is not a run (a means file, a leaderboard's own folder)."""
+    import fnmatch
+
+    writers: dict[str, list[str]] = {}
+    for argv in _commands(path):
+        for pattern in _inputs(argv):
+            for written, by in writers.items():
+                inside = fnmatch.fnmatch(written, pattern) or written.startswith(pattern + "/")
+                assert not inside or by[0] in RESULT_WRITERS, (
+                    f"{path.name}: `headscope {' '.join(argv)}` reads {written!r}, which "
+                    f"`headscope {' '.join(by)}` wrote: not a run"
+                )
+        target = _written(argv)
+        if target is None:
+            continue
+        earlier = writers.setdefault(target, argv)
+        assert earlier == argv, (
+            f"{path.name}: `headscope {' '.join(argv)}` and `headscope {' '.join(earlier)}` "
+            f"both write {target!r}"
+        )
+
+
+def test_documented_include_paths_are_folders():
+    """``--include_path`` takes a folder (a file is refused): the docs never pass a file."""
+    for doc, argv in COMMANDS:
+        for i, token in enumerate(argv[:-1]):
+            if token in ("--include_path", "--include-path"):
+                assert not argv[i + 1].endswith(".py"), f"{doc}: {' '.join(argv)}"

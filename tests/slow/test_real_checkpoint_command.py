@@ -1,8 +1,8 @@
-"""The README's real-checkpoint commands, run as written but with ``--model toy``.
+"""docs/main_job.md's real-checkpoint commands, run as written but with ``--model toy``.
 
-The README reads every benchmark from a local ``data/`` layout; this test writes fixture copies
+The page reads every benchmark from a local ``data/`` layout; this test writes fixture copies
 of the eight benchmarks (tests/fixtures, real schemas) at exactly those paths in a temporary
-working directory, checks the README's ``--task-args`` name them, and runs the command through
+working directory, checks the page's ``--task-args`` name them, and runs the command through
 the CLI: the full protocol on the real task loaders. Slow: eight tasks × the whole grid.
 """
 
@@ -18,12 +18,12 @@ from harness.cli import main as cli
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "main_job.md"
 
 
-def readme_commands() -> tuple[list[str], list[str]]:
-    """(the command's argv, the variant's replacement flags) from the README block."""
-    text = README.read_text(encoding="utf-8")
+def page_commands() -> tuple[list[str], list[str]]:
+    """(the command's argv, the variant's replacement flags) from the page's block."""
+    text = PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- real-checkpoint:start -->")[1].split("<!-- real-checkpoint:end -->")[0]
     body = re.search(r"```bash\n(.*?)```", block, flags=re.S).group(1)
     command, _, variants = body.partition("\n\n")
@@ -70,8 +70,8 @@ def make_data(root: Path) -> dict[str, dict]:
     }
 
 
-def test_readme_real_checkpoint_commands_run_on_the_toy(tmp_path, monkeypatch):
-    argv, variant = readme_commands()
+def test_real_checkpoint_commands_run_on_the_toy(tmp_path, monkeypatch):
+    argv, variant = page_commands()
     assert argv[:2] == ["headscope", "run"]
     for flags in (argv, variant):  # both checkpoints' model args are well-formed specs
         i = flags.index("--model-args")
@@ -80,7 +80,7 @@ def test_readme_real_checkpoint_commands_run_on_the_toy(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     made = make_data(Path("data"))
     task_args = json.loads(argv[argv.index("--task-args") + 1])
-    assert task_args == made  # the README's layout is the fixtures' layout
+    assert task_args == made  # the page's layout is the fixtures' layout
     toy = on_the_toy(argv[2:])
     assert "--model-args" not in toy and toy[:2] == ["--model", "toy"]
     assert cli.main(["run", *toy]) == 0
