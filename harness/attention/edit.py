@@ -100,19 +100,18 @@ def _prior_code(out, prior, members, query, key, value, attention_mask, group, s
 def _prior_distribution(out, prior, members, query, key, value, attention_mask, group, scale):
     """Mix log(prior) into visual log-probabilities (weight λ), keeping each row's visual mass.
 
-    Only query rows after a sample's last visual key change, so only rows from the batch's
-    earliest such row on are computed (the text after the visual span: a few percent of a
-    prefill); each computed row is the same arithmetic as over all rows, row by row.
+    A row changes when it is not itself a visual token and the mask lets it see every visual
+    key (:func:`_changed_rows`): under a causal mask, the rows after a sample's last visual
+    key. Only rows from the batch's earliest changed row on are computed (the text after the
+    visual span: a few percent of a prefill); each computed row is the same arithmetic as
+    over all rows, row by row.
     """
     import torch
 
     batch, _, q_len, _ = query.shape
     kv_len = key.shape[2]
-    offset = kv_len - q_len
     vis, val = _visual_columns(prior, batch, kv_len, query.device)
-    last_vis = torch.where(vis, torch.arange(kv_len, device=query.device), -1).max(1).values
-    # First changed row per sample (relative to the query block); q_len = none changes.
-    first = torch.where(last_vis >= 0, (last_vis + 1 - offset).clamp(min=0), q_len)
+    first, changed = _changed_rows(attention_mask, prior, vis, q_len)
     start = int(first.min())
     if start >= q_len:
         return
@@ -133,9 +132,36 @@ def _prior_distribution(out, prior, members, query, key, value, attention_mask, 
         lse_new = mixed.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)
         logits = torch.where(vmask, mixed - lse_new + lse_old, logits)
         new = (masked_softmax(logits, mask) @ v.float()).to(out.dtype).transpose(1, 2)
-        sees_all = torch.arange(s, e, device=query.device)[None, :] >= first[:, None]  # [b, rows]
+        sees_all = changed[:, s:e]  # [b, rows]
         cur = out[:, s:e, members]
         out[:, s:e, members] = torch.where(sees_all[:, :, None, None], new, cur)
+
+
+def _changed_rows(attention_mask, prior, vis, q_len: int) -> tuple[Any, Any]:
+    """Rows a ``distribution`` prior changes: (first per sample (B,), (B, S_q) bool).
+
+    A row changes when it is not a visual token and sees every visual key. Without a mask
+    (causal) those are the rows after the last visual key. With one, the mask decides: in
+    Gemma3's bidirectional image block the image rows see the whole image but are visual
+    themselves; under a sliding band, rows too far behind the image see only part of it and
+    keep their learned attention. ``first`` is S_q where no row changes.
+    """
+    import torch
+
+    batch, kv_len = vis.shape
+    offset = kv_len - q_len
+    rows = torch.arange(q_len, device=vis.device)
+    if attention_mask is None:
+        last_vis = torch.where(vis, torch.arange(kv_len, device=vis.device), -1).max(1).values
+        first = torch.where(last_vis >= 0, (last_vis + 1 - offset).clamp(min=0), q_len)
+        return first, rows[None, :] >= first[:, None]
+    keys = prior.keys.to(vis.device)
+    ok = (keys >= 0) & (keys < kv_len) & vis.gather(1, keys.clamp(0, kv_len - 1))
+    idx = torch.where(ok, keys, 0)[:, None, :].expand(batch, q_len, keys.shape[1])
+    seen = attention_mask[:, 0].expand(batch, q_len, kv_len).gather(-1, idx)
+    changed = (seen | ~ok[:, None, :]).all(-1) & ok.any(-1, keepdim=True) & ~vis[:, offset:]
+    first = torch.where(changed.any(1), changed.int().argmax(1), q_len)
+    return first, changed
 
 
 def apply_hooks(out, lp: LayerPlan, layer: int, offset: int, attention_mask) -> None:
