@@ -6,6 +6,12 @@ paths inside the site), the ground-truth evidence regions, and for every token w
 footprint its medium, footprint (original pixels of the medium), whether it is an evidence
 token, and each selected head's attention on it. Tokens without a footprint (row newlines)
 cannot be drawn; the share of each head's attention they hold is kept (``off``).
+
+Every head of a sample is drawn on one colour scale: a token's colour and opacity are its
+attention share (the mean over the question's rows of the post-softmax weight on it) divided
+by ``scale``, the largest share any selected head puts on any drawn token of that sample. A
+head that barely looks at the image is therefore drawn (nearly) empty, whatever its own peak.
+Each head's ``mass`` is its total attention share on the sample's visual tokens.
 """
 
 from __future__ import annotations
@@ -98,12 +104,14 @@ def task_maps(loaded: Any, task: str) -> dict[str, Any] | None:
             if s.token_media[i] >= 0 and all(math.isfinite(float(v)) for v in s.rects[i])
         ]
         attn = s.attn.astype("float64")
-        weights, off = [], []
+        weights, off, mass = [], [], []
         for k in range(len(entry.heads)):
             row = attn[k]
             weights.append([_r(float(row[i])) for i in keep])
             total = float(row.sum())
+            mass.append(_r(total))
             off.append(_r(1.0 - float(row[keep].sum()) / total) if total > 0 else None)
+        scale = max((w for ws in weights for w in ws), default=0.0)
         samples.append(
             {
                 "doc_id": s.doc_id,
@@ -124,6 +132,8 @@ def task_maps(loaded: Any, task: str) -> dict[str, Any] | None:
                     "evidence": [1 if s.evidence[i] else 0 for i in keep],
                 },
                 "attn": weights,
+                "scale": scale,
+                "mass": mass,
                 "off": off,
                 "ram": [None if math.isnan(x) else _r(x) for x in s.ram],
             }

@@ -23,10 +23,32 @@ N = 60
 TASK = "refcocog_mini"
 
 
+def _starve_bottom_head(rank_dir):
+    """Give the bottom head ~1e-13 attention per visual token on TASK's first saved sample."""
+    import dataclasses
+
+    import numpy as np
+
+    from harness.schema.maps import load_maps, save_maps
+
+    maps = load_maps(rank_dir)
+    entry = maps.tasks[TASK]
+    k = next(i for i, h in enumerate(entry.heads) if h.why == "bottom")
+    first = entry.samples[0]
+    attn = first.attn.copy()
+    attn[k] = np.float32(1e-13)
+    ram = list(first.ram)
+    ram[k] = float(attn[k][first.evidence].sum())
+    samples = (dataclasses.replace(first, attn=attn, ram=tuple(ram)), *entry.samples[1:])
+    tasks = {**maps.tasks, TASK: dataclasses.replace(entry, samples=samples)}
+    save_maps(rank_dir, dataclasses.replace(maps, tasks=tasks))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("view")
     job = write_fixture_job(root / "job", n_samples=N)
+    _starve_bottom_head(job / "rank")
     data = collect([job], n_boot=20)
     build_site(data, root / "site", figures=False)
     return root / "site", data
@@ -99,7 +121,8 @@ def _overlay_checks(driver):
     assert broken == 0
     painted = _js(
         driver,
-        "return Array.from(document.querySelectorAll('.card.attention canvas')).map(function (c) {"
+        "return Array.from(document.querySelectorAll('.card.attention canvas.attn'))"
+        ".map(function (c) {"
         " var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, n = 0;"
         " for (var i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; });",
     )
@@ -120,12 +143,12 @@ def test_heads_page_click_a_head(driver, site):
     assert _count(driver, ".pair") == len(maps["samples"])
     assert _count(driver, ".card.attention") == len(maps["samples"])
     media = sum(len(s["media"]) for s in maps["samples"])
-    assert _count(driver, ".card.attention canvas") == media
+    assert _count(driver, ".card.attention canvas.attn") == media
     painted = _overlay_checks(driver)
     assert len(painted) == media and sum(1 for p in painted if p > 0) >= len(maps["samples"])
     drawn = _js(
         driver,
-        "return Array.from(document.querySelectorAll('.card.evidence-only canvas'))"
+        "return Array.from(document.querySelectorAll('.card.evidence-only canvas.marks'))"
         ".reduce(function (n, c) { return n + Number(c.dataset.evidence); }, 0)",
     )
     assert drawn == sum(len(s["evidence"]["regions"]) for s in maps["samples"])
@@ -139,6 +162,40 @@ def test_heads_page_click_a_head(driver, site):
     wait_ready(driver)
     assert f"No map saved for {other}" in driver.find_element("id", "overlays").text
     assert _count(driver, "#overlays .chip") == len(maps["heads"])
+    assert console_errors(driver) == []
+
+
+def _painted(driver, card):
+    return _js(
+        driver,
+        "return Array.from(arguments[0].querySelectorAll('canvas.attn')).map(function (c) {"
+        " var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, n = 0;"
+        " for (var i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; });",
+        card,
+    )
+
+
+def test_a_head_without_visual_mass_is_drawn_empty(driver, site):
+    # one colour scale for all heads of a sample: the starved bottom head paints nothing,
+    # while the other heads of the same sample do (each head's own peak is not the scale)
+    maps = site[1].heads[0]["tasks"][TASK]["maps"]
+    first = maps["samples"][0]
+    _open(driver, site, f"sample.html#task={TASK}&id={first['doc_id']}")
+    _overlay_checks(driver)
+    cards = driver.find_elements("css selector", "#head-overlays .card.attention")
+    assert len(cards) == len(maps["heads"])
+    by_head = {c.find_element("css selector", ".card-title").text.split(" ")[0]: c for c in cards}
+    for k, head in enumerate(maps["heads"]):
+        painted = _painted(driver, by_head[head["name"]])
+        caption = by_head[head["name"]].find_element("css selector", ".caption").text
+        if head["why"] == "bottom":
+            assert painted == [0] * len(first["media"])
+            share = _js(driver, "return HS.share(arguments[0])", first["mass"][k])
+            assert f"visual mass {share} " in caption and "e-" in share  # e.g. 4.8e-11, not 0.000
+        else:
+            assert sum(painted) > 0
+    scale = driver.find_element("css selector", "#head-overlays .legend-line .scale").text
+    assert _js(driver, "return HS.share(arguments[0])", first["scale"]) in scale
     assert console_errors(driver) == []
 
 
@@ -202,7 +259,7 @@ def test_sample_page(driver, site):
     assert len(painted) == len(maps["heads"]) * len(saved["media"]) and max(painted) > 0
     ev = _js(
         driver,
-        "return Array.from(document.querySelectorAll('#media canvas'))"
+        "return Array.from(document.querySelectorAll('#media canvas.marks'))"
         ".reduce(function (n, c) { return n + Number(c.dataset.evidence); }, 0)",
     )
     assert ev == len(saved["evidence"]["regions"])

@@ -127,6 +127,10 @@ def test_heads_and_maps_data(job, data):
             assert len(weights) == int(finite.sum())
             attn = saved.attn[k].astype(np.float64)
             assert page["off"][k] == pytest.approx(attn[~finite].sum() / attn.sum(), rel=1e-3)
+            assert page["mass"][k] == pytest.approx(attn.sum(), rel=1e-3)  # all visual tokens
+        # one colour scale for every head of the sample: the largest drawn share of any head
+        assert page["scale"] == max(max(w) for w in page["attn"])
+        assert page["scale"] == pytest.approx(float(saved.attn[:, finite].max()), rel=1e-3)
         assert page["logged"]  # the fixture's maps are on its first logged samples
         for m, ref in zip(page["media"], saved.media):
             assert Path(m["file"]) == job / "rank" / ref.path and Path(m["file"]).is_file()

@@ -94,10 +94,11 @@
     box.appendChild(chips);
     box.appendChild(HS.el("p", { class: "hint", text: head.name + ": " + head.why + " head, RAM rank " + head.rank + ", mean RAM " + HS.fmt(head.ram, 4) }));
     box.appendChild(HS.legendBar());
+    box.appendChild(HS.el("p", { class: "hint", text: "Each sample's scale is the largest share any of its saved heads (" + maps.heads.map(function (h) { return h.name; }).join(", ") + ") puts on one token; it is printed under each card." }));
     var pairs = HS.el("div", { class: "pairs" });
     box.appendChild(pairs);
     maps.samples.forEach(function (s) {
-      var caption = "RAM " + HS.fmt(s.ram[k], 4) + (s.off[k] ? " · " + HS.fmt(100 * s.off[k], 1) + "% of its attention on tokens without a footprint" : "");
+      var caption = HS.headCaption(s, k) + " · scale 0 … " + HS.share(s.scale);
       var pair = HS.el("div", { class: "pair", "data-doc": s.doc_id }, [
         HS.overlayCard(s.doc_id + " · evidence", s, null, s.prompt, s.logged ? HS.sampleLink(state.task, s.doc_id) : null),
         HS.overlayCard(s.doc_id + " · " + head.name, s, s.attn[k], caption),

@@ -71,13 +71,13 @@
       found += 1;
       var who = views.length > 1 ? view.model + " · " + view.run + " · " : "";
       media.appendChild(HS.overlayCard(who + "evidence (" + s.evidence.kind + ")", s, null, null));
-      heads.appendChild(HS.legendBar());
+      heads.appendChild(HS.legendBar(s.scale));
       var order = { top: 0, bottom: 1, random: 2 };
       var idx = maps.heads.map(function (h, i) { return i; });
       idx.sort(function (a, b) { return order[maps.heads[a].why] - order[maps.heads[b].why] || maps.heads[a].rank - maps.heads[b].rank; });
       idx.forEach(function (k) {
         var h = maps.heads[k];
-        var caption = h.why + " head, rank " + h.rank + " · RAM on this sample " + HS.fmt(s.ram[k], 4);
+        var caption = h.why + " head, rank " + h.rank + " · " + HS.headCaption(s, k);
         var link = "heads.html" + HS.hash({ task: params.task, head: h.name });
         heads.appendChild(HS.overlayCard(who + h.name + " (" + h.why + ")", s, s.attn[k], caption, link));
       });
