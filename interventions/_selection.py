@@ -72,8 +72,12 @@ def load_scores(
 ) -> np.ndarray:
     """The ``[L, H]`` ranking matrix of ``task`` (None: combined) from a ranking file.
 
+    Any head-set file (:mod:`harness.schema.headset_readers`: ``headscope heads`` files,
+    SparseMM scores, a DuoAttention pattern, a plain list) is taken too: its scores on the
+    model's query heads (a set without scores: 1 for its heads, 0 for the others).
+
     Args:
-        path: The ranking file.
+        path: The ranking (or head-set) file.
         task: Its task to use; None: combined.
         geometry: The model's geometry (the ranking's L×H must match).
         who: The intervention, for messages.
@@ -88,6 +92,9 @@ def load_scores(
     """
     from harness.schema.ranking import RankingFormatError, load_ranking
 
+    kind = _head_set_kind(path)
+    if kind is not None:
+        return _head_set_scores(path, kind, task, geometry, who)
     try:
         ranking = load_ranking(path)
     except (OSError, RankingFormatError) as err:
@@ -104,6 +111,36 @@ def load_scores(
         return ranking.matrix(task)
     except KeyError as err:
         raise InterventionError(f"{who}: {err.args[0]}") from None
+
+
+def _head_set_kind(path: str) -> str | None:
+    """The head-set format of ``path`` when it is not a ranking file (None: read as a ranking)."""
+    from pathlib import Path
+
+    from harness.schema.headset_readers import detect_format
+    from harness.schema.headsets import HeadSetError
+
+    try:
+        kind = detect_format(Path(path))
+    except HeadSetError:
+        return None  # unreadable or unknown: the ranking reader says why
+    return None if kind == "ranking" else kind
+
+
+def _head_set_scores(path: str, kind: str, task: str | None, geometry: Geometry, who: str):
+    """``[L, H]`` scores of a head-set file (headscope.heads, SparseMM, DuoAttention, a list)."""
+    from harness.schema.headset_readers import read_head_set
+    from harness.schema.headsets import HeadSetError
+
+    if task is not None:
+        raise InterventionError(
+            f"{who}: ranking_task={task!r} applies to ranking files; {path!r} is a {kind} "
+            "head set (drop ranking_task)"
+        )
+    try:
+        return read_head_set(path, kind).score_matrix(geometry)
+    except HeadSetError as err:
+        raise InterventionError(f"{who}: ranking {path!r}: {err}") from None
 
 
 def _unit_geometry(geometry: Geometry, granularity: str) -> Geometry:

@@ -52,7 +52,8 @@ class Ablate(Intervention):
         k: Units to ablate: a count ≥ 1, a fraction in (0, 1) of all units (rounded up), or 0.
         mode: ``zero``, ``mean``, ``uniform`` or ``bos``.
         granularity: ``head`` (query heads) or ``kv_group`` (whole GQA groups).
-        ranking: Path of a ranking file; required for ``top``/``bottom``.
+        ranking: Path of a ranking file, or of any head-set file (``headscope heads``);
+            required for ``top``/``bottom``.
         ranking_task: Task of the ranking to use; None = the combined ranking.
         heads: Explicit heads (``["L12H3", ...]``, or one string separated by ``;``/``+``/
             spaces) for ``select="heads"``.

@@ -48,8 +48,9 @@ class Hybrid(Intervention):
         sinks: Attention-sink tokens (the first real tokens) every windowed head also sees.
         window_in_decode: Also window decode steps (default: prefill only, paper A).
         granularity: ``head`` or ``kv_group``.
-        ranking: Path of a ranking file (``headscope rank``); required unless ``keep=0`` or
-            ``select="adaptive"`` with ``layer_budget="even"``.
+        ranking: Path of a ranking file (``headscope rank``) or of any head-set file
+            (``headscope heads``); required unless ``keep=0`` or ``select="adaptive"`` with
+            ``layer_budget="even"``.
         ranking_task: Task of the ranking; None = combined ranking.
         select: ``top`` (static: the ranking's top units) or ``adaptive`` (per input and
             layer, from an online estimate; no ranking).

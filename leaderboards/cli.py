@@ -19,6 +19,7 @@ where there is one, see :mod:`leaderboards.sources`.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,6 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="top-k (count or fraction) used for universal heads (default 0.05)",
     )
     parser.add_argument(
+        "--heads-k",
+        type=float,
+        default=0.05,
+        help="top-k (count or fraction) compared in the head-sets table (default 0.05)",
+    )
+    parser.add_argument(
         "--n-boot", type=int, default=1000, help="bootstrap replicates of Spearman CIs"
     )
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
@@ -105,7 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_tables(
-    sources: Sources, all_metrics: bool = False, universal_k: float = 0.05, n_boot: int = 1000
+    sources: Sources,
+    all_metrics: bool = False,
+    universal_k: float = 0.05,
+    n_boot: int = 1000,
+    heads_k: float = 0.05,
 ) -> list[Table]:
     """Every table the loaded inputs allow, in a fixed order.
 
@@ -114,8 +125,9 @@ def build_tables(
         all_metrics: Accuracy rows for every declared metric, not only the primary one.
         universal_k: Top-k of the universal-heads table.
         n_boot: Bootstrap replicates of the Spearman CIs.
+        heads_k: Top-k of the head-sets table (drawn when head-set files are given).
     """
-    from leaderboards import accuracy, diagnostics, profiles, spearman, speedup
+    from leaderboards import accuracy, diagnostics, headsets, profiles, spearman, speedup
 
     tables: list[Table] = []
     if sources.runs:
@@ -132,6 +144,8 @@ def build_tables(
         tables.append(spearman.spearman_table(sources.rankings, n_boot=n_boot))
         tables.append(spearman.universal_table(sources.rankings, k=universal_k))
         tables += profiles.sparsity_tables(sources.rankings, n_boot=n_boot)
+    if sources.head_sets:
+        tables.append(headsets.head_sets_table(sources.head_sets, sources.rankings, k=heads_k))
     if sources.diagnostics:
         tables.append(diagnostics.diagnostics_summary_table(sources.diagnostics))
         tables.append(diagnostics.diagnostics_table(sources.diagnostics))
@@ -227,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format or [DEFAULT_FORMATS])
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")
+    heads_k = args.heads_k
+    if not math.isfinite(heads_k) or not (heads_k == int(heads_k) >= 1 or 0 < heads_k < 1):
+        raise UsageError(
+            f"--heads-k must be a whole count ≥ 1 or a fraction in (0, 1), got {heads_k}"
+        )
     if args.scoring is not None:
         from harness.api.scoring import check_scoring
 
@@ -236,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     sources = load_sources(args.inputs, scoring=args.scoring)
     for warning in sources.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
-    tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot)
+    tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot, heads_k)
     if not args.quiet:
         print("\n".join(render(t, "terminal") for t in tables if not t.detail))
     if args.output is None:

@@ -6,6 +6,8 @@ Every ``*.json`` found is recognised by its schema tag, never by guessing from i
 
 - ``{"schema": "headscope.results", ...}`` → a run (:class:`harness.schema.results.RunResults`);
 - ``{"format": "headscope.ranking", ...}`` → a RAM ranking (:mod:`harness.schema.ranking`);
+- ``{"format": "headscope.heads", ...}`` → a head set (:mod:`harness.schema.headsets`,
+  compared by :mod:`leaderboards.headsets`);
 - ``{"schema": "headscope.diagnostics", ...}`` → a diagnose file
   (:mod:`harness.schema.diagnostics`, shown by :mod:`leaderboards.diagnostics`);
 - ``{"schema": "headscope.bench_<kind>", ...}`` → a bench file (:mod:`harness.schema.bench`):
@@ -82,6 +84,14 @@ class RankingFile:
     config: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class HeadSetFile:
+    """One loaded head-set file (:class:`harness.schema.headsets.HeadSet`)."""
+
+    path: Path
+    head_set: Any
+
+
 @dataclass
 class Sources:
     """Everything found in the leaderboard's inputs."""
@@ -91,11 +101,13 @@ class Sources:
     bench_hybrid: list[Any] = field(default_factory=list)  # leaderboards.bench.BenchFile
     bench_ram: list[Any] = field(default_factory=list)
     diagnostics: list[Any] = field(default_factory=list)
+    head_sets: list[HeadSetFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
         """True when no input of any kind was found."""
         kinds = (self.runs, self.rankings, self.bench_hybrid, self.bench_ram, self.diagnostics)
+        kinds += (self.head_sets,)
         return not any(kinds)
 
 
@@ -104,7 +116,7 @@ SHOWN_BENCH_KINDS = ("hybrid", "ram")
 
 
 def classify(doc: Any) -> str | None:
-    """``results``, ``lmms_eval``, ``ranking``, ``diagnostics``, ``bench_<kind>`` or None.
+    """``results``, ``lmms_eval``, ``ranking``, ``heads``, ``diagnostics``, ``bench_<kind>``, None.
 
     Decided by the document's schema tag (``schema``, or ``format`` for rankings); an
     untagged document is an lmms-eval results file, an older headscope bench file
@@ -126,7 +138,7 @@ def classify(doc: Any) -> str | None:
     kind = bench_kind(doc)
     if kind is not None:
         return f"bench_{kind}"
-    tags = {SCHEMA_NAME: "results", "headscope.ranking": "ranking"}
+    tags = {SCHEMA_NAME: "results", "headscope.ranking": "ranking", "headscope.heads": "heads"}
     tags[DIAGNOSTICS_SCHEMA] = "diagnostics"
     return "bench" if is_bench_tag(doc) else tags.get(tag)
 
@@ -254,6 +266,14 @@ def _add(sources: Sources, path: Path, kind: str, doc: dict[str, Any]) -> None:
             raise MergeError(f"{path}: {exc}") from None
         config = combine(model_settings(ranking.model), flatten(ranking.settings))
         sources.rankings.append(RankingFile(path, ranking, model_label(ranking.model), config))
+    elif kind == "heads":
+        from harness.schema.headsets import HeadSetError, head_set_from_dict
+
+        try:
+            head_set = head_set_from_dict(doc, str(path))
+        except HeadSetError as exc:
+            raise MergeError(f"{path}: {exc}") from None
+        sources.head_sets.append(HeadSetFile(path, head_set))
     elif kind == "diagnostics":
         from leaderboards.diagnostics import parse_diagnostics
 

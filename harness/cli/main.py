@@ -1,7 +1,8 @@
 """The ``headscope`` command line.
 
 Subcommands: ``list``, ``run``, and the ones living in their own modules
-(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``, ``view``, ``means``), each
+(``rank``, ``diagnose``, ``bench``, ``leaderboard``, ``rescore``, ``view``, ``means``,
+``heads``), each
 loaded only when used. Exit codes:
 
 - 0: done;
@@ -46,6 +47,11 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
         "per-head mean outputs over a reference set (the file ablate:mode=mean reads)",
     ),
     "rescore": ("harness.cli.rescore", "score a run's logged replies again under --scoring MODE"),
+    "heads": (
+        "harness.cli.heads",
+        "head sets as files: export a ranking's or a cell's heads, import SparseMM / "
+        "DuoAttention / list files, compare sets",
+    ),
 }
 
 

@@ -7,7 +7,8 @@ finds it. Toy substitutions: sizes shrink (``--limit`` ≤ 4 and the main job's 
 to its test sizes, bench lengths to 1024/2048 tokens, windows to 64, mask samples to 2), CUDA
 becomes the CPU. Left out, each with its reason (checked to be one of these): a real
 checkpoint (no weights offline), a plugin folder placeholder, a served viewer, full-size
-``bench ttft`` (GPU only), and inputs that only a real model's run makes. Slow.
+``bench ttft`` (GPU only), inputs that only a real model's run makes, and other projects'
+head files (``heads import``). Slow.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def _skip_reason(argv: list[str], cwd: Path) -> str | None:
         for a in argv[1:]
         if a not in values and not a.startswith("-") and ("/" in a or a == "headscope_out")
     ]
+    if argv[0] == "heads":  # its inputs: the positional sources before the first flag
+        end = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+        sources = argv[2:end]
+        if not all(glob.glob(str(cwd / a)) for a in sources):
+            return "another project's file" if argv[1] == "import" else "a real model's run"
+        return None
     if argv[0] in ("rescore", "leaderboard", "view") and not all(
         glob.glob(str(cwd / a)) for a in inputs
     ):
@@ -100,6 +107,7 @@ def test_documented_commands_run_on_the_toy(doc, tmp_path, monkeypatch):
         "served viewer",
         "full-size bench ttft",
         "a real model's run",
+        "another project's file",
     }
     assert {r for r, _ in skipped} <= allowed
     least = {"README.md": 5, "reference.md": 10}  # the README's tour; the commands' reference
