@@ -11,7 +11,10 @@ written to their own files only, never printed nor joined into ``leaderboard.md`
 ``results.json``, a ranking's ``spearman.json``, sample logs, ...) is refused before anything
 is read, so that no table overwrites or mixes with them (``D/leaderboards`` is the usual
 place). Each table is written atomically (temp file + rename); a full or read-only disk
-stops the command with one line naming the file, and a rerun rewrites every table.
+stops the command with one line naming the file, and a rerun rewrites every table. One
+leaderboard writes into a directory at a time: it holds ``.leaderboard.lock`` there (an
+``flock``, :class:`harness.schema.writes.OutputLock`) from before it reads its inputs until its
+last file is written, and a second one is refused naming the first, writing nothing.
 ``--scoring MODE`` reads each run's ``results.scoring-MODE.json`` (``headscope rescore``)
 where there is one, see :mod:`leaderboards.sources`.
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from harness.api.errors import UsageError
 from harness.api.helpformat import add_logging_arguments, add_output_argument
+from harness.schema.writes import LOCK_FILE, OutputLock
 from leaderboards.formatting import FORMATS, LEADERBOARD_SCHEMA, Table, to_markdown
 from leaderboards.render import render
 from leaderboards.settings import MergeError
@@ -41,6 +45,9 @@ __all__ = [
 ]
 
 DEFAULT_FORMATS = "md,csv,json,latex"
+#: The lock file a leaderboard holds in its ``--output`` while it writes (not a run's lock:
+#: a stale one left by a killed leaderboard is taken over, not read as another command's).
+LOCK_NAME = ".leaderboard.lock"
 
 
 def parse_formats(values: Sequence[str]) -> list[str]:
@@ -186,7 +193,7 @@ def write_tables(
 #: A run's subdirectories of sample logs and plots (grid run, rank, diagnose).
 _SUBDIRS = ("samples", "heatmaps", "plots")
 #: Names of what a run of another command holds besides its JSON files.
-_RUN_NAMES = (".headscope.lock", *_SUBDIRS)
+_RUN_NAMES = (LOCK_FILE, *_SUBDIRS)
 
 
 def check_output(out: str | Path) -> None:
@@ -250,12 +257,22 @@ def run(args: argparse.Namespace) -> int:
         from harness.api.scoring import check_scoring
 
         check_scoring("leaderboard --scoring", args.scoring)
+    lock = None
     if args.output is not None:
         check_output(args.output)  # before anything is read or written
+        lock = OutputLock(args.output, "leaderboard --output", LOCK_NAME).acquire()
+    try:
+        return _load_and_write(args, formats)
+    finally:
+        if lock is not None:
+            lock.release(remove_if_unused=True)
+
+
+def _load_and_write(args: argparse.Namespace, formats: list[str]) -> int:
     sources = load_sources(args.inputs, scoring=args.scoring)
     for warning in sources.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
-    tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot, heads_k)
+    tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot, args.heads_k)
     if not args.quiet:
         print("\n".join(render(t, "terminal") for t in tables if not t.detail))
     if args.output is None:

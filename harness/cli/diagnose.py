@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli._probe_args import load_model, task_specs_from_args
     from harness.probes.diagnose_run import run_diagnose, table
     from harness.probes.record import ProbeError
-    from harness.run.outdir import OutputLock, check_writable
+    from harness.schema.writes import OutputLock, check_writable
 
     if not 0 < args.energy <= 1:
         raise UsageError(f"--energy must be in (0, 1], got {args.energy}", hint="e.g. 0.99")

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.probes.maps import check_maps_support, maps_unsupported, supports_maps
     from harness.probes.rank import format_report, run_rank
     from harness.probes.record import ProbeError
-    from harness.run.outdir import OutputLock, check_rank_dir
+    from harness.run.outdir import check_rank_dir
+    from harness.schema.writes import OutputLock
 
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")

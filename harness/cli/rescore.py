@@ -176,8 +176,9 @@ def rescore(
     never changed. The one file written is ``<results stem>.scoring-<scoring>.json``.
 
     Raises:
-        UsageError: no results file; an unknown mode, or a mode a task does not have
-            (names the task); logged documents not in the loaded data.
+        UsageError: no results file; a run still being written (its lock is held); an
+            unknown mode, or a mode a task does not have (names the task); logged documents
+            not in the loaded data.
         harness.schema.results.ResultsError: a sample log missing, unnamed or outside
             ``run_dir``; ``results_name`` not a file name inside ``run_dir``.
         harness.schema.writes.OutputDirError: the new file cannot be written (disk full,
@@ -191,10 +192,17 @@ def rescore(
     from harness.cli._args import takes_scoring
     from harness.schema.results import MetricRecord, ResultsError, load_results
     from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
-    from harness.schema.writes import writing
+    from harness.schema.writes import held_by, writing
 
     check_scoring("rescore", scoring)
     root = Path(run_dir)
+    holder = held_by(root)
+    if holder is not None:
+        raise UsageError(
+            f"rescore: {str(root)!r} is a run still being written ({holder}); its results "
+            "are partial until it ends",
+            hint="wait for that run to finish, then rescore",
+        )
     source = _results_file(root, results_name)
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)

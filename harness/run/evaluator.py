@@ -120,14 +120,14 @@ def run_grid(
     """
     from harness.api.intervention import build_intervention
     from harness.run import distributed as dist
-    from harness.run.outdir import OutputLock, check_run_dir
+    from harness.run.outdir import check_run_dir
     from harness.run.preflight import (
         build_task_for,
         check_first_request,
         check_interventions,
         load_docs,
     )
-    from harness.schema.writes import writing_into
+    from harness.schema.writes import OutputLock, writing_into
 
     if order not in ORDERS:
         raise ValueError(f"order must be one of {list(ORDERS)}, not {order!r}")

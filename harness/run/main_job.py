@@ -57,8 +57,8 @@ def run_protocol(model_spec: Any, cfg: ProtocolConfig, output: str | Path) -> di
     from harness.api.specs import SpecError
     from harness.api.task import build_task, grounded_tasks
     from harness.run.evaluator import SPEC_FILE
-    from harness.run.outdir import OutputLock, check_main_job_dir
-    from harness.schema.writes import writing_into
+    from harness.run.outdir import check_main_job_dir
+    from harness.schema.writes import OutputLock, writing_into
 
     out = Path(output)
     MODEL_FAMILIES.get(model_spec.name)

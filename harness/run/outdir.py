@@ -1,141 +1,24 @@
-"""Output directories: checks before anything is written, and a lock held while a run writes.
+"""Run directories: refuse, before anything is written, one that holds another command's files.
 
-:func:`check_run_dir` and its kin refuse, without writing, a directory that holds another
-command's files (the write checks themselves live in :mod:`harness.schema.writes`, below the
-leaderboards that share them). :class:`OutputLock` is held by the
-process that writes into a directory: a second process is refused with a message naming the
-holder (pid, host, start time, command). The lock is an ``flock`` on ``.headscope.lock``, so
-the kernel releases it when its holder dies; a lock file left behind by a killed run is then
-recognised as stale and taken over (the message says so).
+:func:`check_run_dir` (a grid run), :func:`check_main_job_dir` and :func:`check_rank_dir` find
+what a directory already holds. The write checks, the write-error lines and the directory lock
+(:class:`harness.schema.writes.OutputLock`) live in :mod:`harness.schema.writes`, below the
+leaderboards that share them.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from harness.schema.results import file_mode
-from harness.schema.writes import OutputDirError, check_writable
+from harness.schema.writes import LOCK_FILE, OutputDirError, check_writable
 
 __all__ = [
-    "LOCK_FILE",
-    "OutputDirError",
-    "OutputLock",
-    "check_writable",
     "check_run_dir",
     "check_main_job_dir",
     "check_rank_dir",
 ]
-
-LOCK_FILE = ".headscope.lock"
-
-
-def _holder_text(info: dict[str, Any]) -> str:
-    started = info.get("started")
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "?"
-    cmd = info.get("command") or "?"
-    return f"pid {info.get('pid', '?')} on {info.get('host', '?')}, started {when}: {cmd}"
-
-
-class OutputLock:
-    """An exclusive lock on an output directory (context manager).
-
-    Args:
-        directory: The output directory (created on :meth:`acquire` if missing).
-        what: How to name the directory in messages.
-
-    Attributes:
-        stale: Holder info of a dead run whose lock file was taken over, else None.
-        created: True when :meth:`acquire` created the directory.
-    """
-
-    def __init__(self, directory: str | Path, what: str = "output directory") -> None:
-        self.directory = Path(directory)
-        self.what = what
-        self.path = self.directory / LOCK_FILE
-        self.stale: dict[str, Any] | None = None
-        self.created = False
-        self._fd: int | None = None
-
-    def acquire(self) -> OutputLock:
-        """Take the lock or raise :class:`OutputDirError` naming the holder."""
-        import fcntl
-
-        check_writable(self.directory, self.what)
-        try:
-            if not self.directory.exists():
-                self.directory.mkdir(parents=True)
-                self.created = True
-            while True:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, file_mode())
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    info = _read_info(fd)
-                    os.close(fd)
-                    raise OutputDirError(
-                        f"{self.what} {str(self.directory)!r} is in use by another headscope "
-                        f"run ({_holder_text(info)}); wait for it to finish or choose another "
-                        "--output"
-                    ) from None
-                # The holder may have removed the file between our open and our flock.
-                try:
-                    same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    same = False
-                if same:
-                    break
-                os.close(fd)
-            previous = _read_info(fd)
-            if previous and previous.get("pid") is not None:
-                self.stale = previous
-            os.ftruncate(fd, 0)
-            info = {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started": time.time(),
-                "command": " ".join(sys.argv),
-            }
-            os.pwrite(fd, json.dumps(info).encode(), 0)
-            self._fd = fd
-        except OSError as exc:
-            raise OutputDirError(f"{self.what} {str(self.directory)!r}: {exc.strerror}") from None
-        return self
-
-    def release(self, remove_if_unused: bool = False) -> None:
-        """Drop the lock (and the directory when it was created empty and nothing was written)."""
-        if self._fd is None:
-            return
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            os.close(self._fd)  # closing releases the flock
-            self._fd = None
-        if remove_if_unused and self.created:
-            try:
-                self.directory.rmdir()  # only succeeds when empty
-            except OSError:
-                pass
-
-    def __enter__(self) -> OutputLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.release(remove_if_unused=True)
-
-
-def _read_info(fd: int) -> dict[str, Any]:
-    try:
-        raw = os.pread(fd, 4096, 0)
-        data = json.loads(raw.decode("utf-8")) if raw else {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def check_run_dir(

@@ -1,4 +1,4 @@
-"""Writing into output directories: checks before writing, and one line for a failed write.
+"""Writing into output directories: checks before writing, one line for a failed write, a lock.
 
 :func:`check_writable` finds, without writing, why a directory cannot hold output (a path that
 is a file, a parent that is a file, no write permission). :func:`writing` and
@@ -6,21 +6,44 @@ is a file, a parent that is a file, no write permission). :func:`writing` and
 system, a refused permission) into one :class:`OutputDirError` line that names the file and
 what to do. The writers themselves are atomic (:func:`harness.schema.results.replace_atomically`).
 
-Every command that writes files uses these, the run layer (:mod:`harness.run.outdir`, which adds
-the directory lock) and the leaderboards alike; they live here, below both.
+:class:`OutputLock` is held by the process that writes into a directory: a second process is
+refused with a message naming the holder (pid, host, start time, command). The lock is an
+``flock`` on a lock file (``.headscope.lock`` for runs), so the kernel releases it when its
+holder dies; a lock file left behind by a killed process is then recognised as stale and taken
+over (the message says so).
+
+Every command that writes files uses these, the run layer (:mod:`harness.run.outdir` adds the
+checks of what a run directory holds) and the leaderboards alike; they live here, below both.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import socket
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from harness.api.specs import SpecError
+from harness.schema.results import file_mode
 
-__all__ = ["OutputDirError", "check_writable", "writing", "writing_into"]
+__all__ = [
+    "LOCK_FILE",
+    "OutputDirError",
+    "OutputLock",
+    "check_writable",
+    "held_by",
+    "writing",
+    "writing_into",
+]
+
+#: The lock file of a run's directory (grid run, main job, rank, diagnose).
+LOCK_FILE = ".headscope.lock"
 
 
 class OutputDirError(SpecError):
@@ -104,3 +127,133 @@ def writing_into(out: str | Path, what: str = "output file") -> Iterator[None]:
             raise
         again = "it resumes where this run stopped"
         raise _write_error(exc, name if name is not None else out, what, again) from None
+
+
+def _holder_text(info: dict[str, Any]) -> str:
+    started = info.get("started")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "?"
+    cmd = info.get("command") or "?"
+    return f"pid {info.get('pid', '?')} on {info.get('host', '?')}, started {when}: {cmd}"
+
+
+class OutputLock:
+    """An exclusive lock on an output directory (context manager).
+
+    Args:
+        directory: The output directory (created on :meth:`acquire` if missing).
+        what: How to name the directory in messages.
+        name: The lock file's name in ``directory`` (:data:`LOCK_FILE` for runs).
+
+    Attributes:
+        stale: Holder info of a dead run whose lock file was taken over, else None.
+        created: True when :meth:`acquire` created the directory.
+    """
+
+    def __init__(
+        self, directory: str | Path, what: str = "output directory", name: str = LOCK_FILE
+    ) -> None:
+        self.directory = Path(directory)
+        self.what = what
+        self.path = self.directory / name
+        self.stale: dict[str, Any] | None = None
+        self.created = False
+        self._fd: int | None = None
+
+    def acquire(self) -> OutputLock:
+        """Take the lock or raise :class:`OutputDirError` naming the holder."""
+        import fcntl
+
+        check_writable(self.directory, self.what)
+        try:
+            if not self.directory.exists():
+                self.directory.mkdir(parents=True)
+                self.created = True
+            while True:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, file_mode())
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    info = _read_info(fd)
+                    os.close(fd)
+                    raise OutputDirError(
+                        f"{self.what} {str(self.directory)!r} is in use by another headscope "
+                        f"run ({_holder_text(info)}); wait for it to finish or choose another "
+                        "--output"
+                    ) from None
+                # The holder may have removed the file between our open and our flock.
+                try:
+                    same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    break
+                os.close(fd)
+            previous = _read_info(fd)
+            if previous and previous.get("pid") is not None:
+                self.stale = previous
+            os.ftruncate(fd, 0)
+            info = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": time.time(),
+                "command": " ".join(sys.argv),
+            }
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+            self._fd = fd
+        except OSError as exc:
+            raise OutputDirError(f"{self.what} {str(self.directory)!r}: {exc.strerror}") from None
+        return self
+
+    def release(self, remove_if_unused: bool = False) -> None:
+        """Drop the lock (and the directory when it was created empty and nothing was written)."""
+        if self._fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None
+        if remove_if_unused and self.created:
+            try:
+                self.directory.rmdir()  # only succeeds when empty
+            except OSError:
+                pass
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release(remove_if_unused=True)
+
+
+def held_by(directory: str | Path, name: str = LOCK_FILE) -> str | None:
+    """Who holds the lock of ``directory`` now ("pid 12 on host, started ...: command"), or None.
+
+    Reads only: the lock file is opened read-only and never created, so a read-only directory
+    can be asked too. A lock file whose holder died (the kernel released its ``flock``) is not
+    held.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(Path(directory) / name, os.O_RDONLY)
+    except OSError:
+        return None  # no lock file (or none we can open): nobody writes there through headscope
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder_text(_read_info(fd))
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_info(fd: int) -> dict[str, Any]:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        data = json.loads(raw.decode("utf-8")) if raw else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -15,8 +15,8 @@ import pytest
 
 from harness.api.specs import RunSpec, SpecError, TaskSpec
 from harness.run.evaluator import run_grid
-from harness.run.outdir import LOCK_FILE, OutputLock
 from harness.schema.results import load_results
+from harness.schema.writes import LOCK_FILE, OutputLock, held_by
 from harness.testing.mock import ScriptedAdapter
 from tests.toy_task import correct_on_even
 
@@ -94,6 +94,7 @@ def test_killed_run_leaves_a_stale_lock_that_is_taken_over(tmp_path, capfd):
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
     assert (out / LOCK_FILE).exists()  # left behind, holder dead
+    assert held_by(out) is None  # rescore may read it
     spec = RunSpec(tasks=(TaskSpec("test_echo", args={"n": N}),), output=str(out))
     resumed = run_grid(spec, ScriptedAdapter(correct_on_even))
     assert f"pid {first.pid}" in capfd.readouterr().err
@@ -118,6 +119,7 @@ def test_resume_dedupes_rows_by_doc_id(tmp_path):
 
 def test_lock_in_one_process(tmp_path):
     lock = OutputLock(tmp_path / "o").acquire()
+    assert held_by(tmp_path / "o").startswith(f"pid {os.getpid()} ")
     with pytest.raises(SpecError, match=rf"in use by another headscope run \(pid {os.getpid()}"):
         OutputLock(tmp_path / "o").acquire()
     lock.release(remove_if_unused=True)
@@ -147,3 +149,81 @@ def test_probe_commands_refuse_a_directory_another_run_holds(tmp_path, capsys, c
     err = capsys.readouterr().err
     assert f"in use by another headscope run (pid {os.getpid()}" in err and "Traceback" not in err
     assert not out.exists()  # nothing was written
+
+
+def _results(path: Path, value: float) -> Path:
+    from harness.schema.results import MetricDefRecord, MetricRecord, ResultEntry, RunResults
+
+    entry = ResultEntry(
+        task="pope",
+        task_args={},
+        split="test",
+        task_settings={"scoring": "official"},
+        intervention="none",
+        intervention_spec={"name": "none", "args": {}},
+        intervention_resolved={},
+        metrics=[MetricRecord("accuracy", value, 0.01, 8)],
+        n_samples=8,
+    )
+    res = RunResults(
+        spec_passed={},
+        spec_resolved={"seed": 0},
+        headscope_version="0",
+        git={},
+        environment={},
+        model={"family": "toy", "pretrained": "toy"},
+        settings={},
+        metric_defs={"pope": [MetricDefRecord("accuracy", True)]},
+        entries=[entry],
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    res.save(path / "results.json")
+    return path
+
+
+HOLD = """
+import sys
+sys.path.insert(0, {root!r})
+from harness.schema.writes import OutputLock
+lock = OutputLock(sys.argv[1], "leaderboard --output", ".leaderboard.lock").acquire()
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_leaderboard_into_one_directory_is_refused_writing_nothing(tmp_path, capsys):
+    from harness.cli.main import main
+
+    out = tmp_path / "board"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD.format(root=str(ROOT)), str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"  # a leaderboard writing into out
+        run = _results(tmp_path / "D", 0.8)
+        argv = ["leaderboard", str(run), "--output", str(out), "--no-figures", "--quiet"]
+        assert main(argv) == 2  # was 0: its tables went in beside the first one's
+        err = capsys.readouterr().err
+        assert f"(pid {holder.pid}" in err and "Traceback" not in err
+        assert err.count("\n") == 1
+        assert sorted(p.name for p in out.iterdir()) == [".leaderboard.lock"]
+    finally:
+        holder.communicate("", timeout=30)
+    assert main(argv) == 0  # the holder is gone: the next one writes, and leaves no lock
+    names = sorted(p.name for p in out.iterdir())
+    assert "leaderboard.md" in names and ".leaderboard.lock" not in names
+
+
+def test_a_killed_leaderboard_s_lock_is_taken_over(tmp_path, capsys):
+    from harness.cli.main import main
+
+    out = tmp_path / "board"
+    out.mkdir()
+    (out / ".leaderboard.lock").write_text(json.dumps({"pid": 999999, "command": "x"}))
+    run = _results(tmp_path / "D", 0.8)
+    argv = ["leaderboard", str(run), "--output", str(out), "--no-figures", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert (out / "leaderboard.md").is_file() and not (out / ".leaderboard.lock").exists()

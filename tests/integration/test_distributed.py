@@ -187,7 +187,7 @@ def test_a_rank_refused_alone_stops_every_rank_without_a_launcher(tmp_path):
     naming rank 0's reason."""
     import socket
 
-    from harness.run.outdir import OutputLock
+    from harness.schema.writes import OutputLock
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

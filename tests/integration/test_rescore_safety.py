@@ -141,3 +141,16 @@ def test_a_read_only_run_directory_gives_one_line(run_dir, capsys):
         run_dir.chmod(0o755)
     err = capsys.readouterr().err
     assert "cannot write rescored results" in err and "Permission denied" in err
+
+
+def test_a_run_still_being_written_is_refused(run_dir, capsys):
+    from harness.schema.writes import OutputLock
+
+    before = _files(run_dir)
+    with OutputLock(run_dir):  # a resume of this run is writing into it now
+        assert cli.main(["rescore", str(run_dir), "--scoring", "lenient"]) == 2  # was 0
+    err = capsys.readouterr().err
+    assert f"still being written (pid {os.getpid()}" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert _files(run_dir) == before  # nothing written
+    assert cli.main(["rescore", str(run_dir), "--scoring", "lenient"]) == 0  # once it ended
