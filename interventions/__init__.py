@@ -15,8 +15,10 @@ Files to touch for a new intervention (docs/plugins.md shows one outside this pa
    :class:`~harness.api.intervention.InterventionError`; an attention effect is a plan
    installed with ``_common.installed`` (nested interventions then compose, and two that write
    one head conflict), a weight edit restores the weights on exit — never a forked forward;
-   it is attached once per batch (sample-major runs): ``vision_use()`` if it touches the
-   vision tower, ``resolved_counters`` / ``merge_resolved`` for counts in its record;
+   it is attached once per batch (sample-major runs): declare ``vision_use()`` — ``"none"``
+   (text decoder only: vision features are reused), ``"reads"`` or ``"writes"``; undeclared
+   means recomputed per cell —, check it with ``run --check-vision-reuse``, and use
+   ``resolved_counters`` / ``merge_resolved`` for counts in its record;
 2. ``interventions/_<helper>.py`` — only for what a second intervention will share;
 3. ``tests/integration/test_interventions_<name>.py`` — on the tiny models: the effect against
    a reference computed without the dispatch, the empty case equal to ``none``, argument

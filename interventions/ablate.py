@@ -137,6 +137,10 @@ class Ablate(Intervention):
         )
         return units, expand_units(units, geometry, self.granularity)
 
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """It acts on text-decoder heads only: vision features are reused (``"none"``)."""
+        return "none"
+
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
         """Ablate the selected heads for the ``with`` block.

@@ -149,6 +149,10 @@ class Hybrid(Intervention):
 
         return merge_info(total, part)
 
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """It acts on text-decoder attention only: vision features are reused (``"none"``)."""
+        return "none"
+
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:
         """Window every head outside the kept set for the ``with`` block.

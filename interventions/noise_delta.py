@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
@@ -46,6 +46,10 @@ class NoiseDelta(Intervention):
             object.__setattr__(self, "layers", tuple(self.layers))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise InterventionError(f"noise_delta: seed must be an integer ≥ 0, got {self.seed!r}")
+
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """It hooks text-decoder layers only: vision features are reused (``"none"``)."""
+        return "none"
 
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
@@ -45,6 +45,10 @@ class NoiseQKV(Intervention):
             object.__setattr__(self, "layers", tuple(self.layers))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InterventionError(f"noise_qkv: seed must be an integer, got {self.seed!r}")
+
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """It edits text-decoder weights only: vision features are reused (``"none"``)."""
+        return "none"
 
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.api.intervention import Intervention
 from harness.api.registry import intervention
@@ -20,6 +20,10 @@ from harness.api.registry import intervention
 @dataclass(frozen=True)
 class NoIntervention(Intervention):
     """Leave the model as it is (the comparable baseline)."""
+
+    def vision_use(self) -> Literal["none", "reads", "writes"]:
+        """Nothing is changed: the vision tower's features are reused (``"none"``)."""
+        return "none"
 
     @contextmanager
     def attach(self, adapter: Any) -> Iterator[dict[str, Any]]:

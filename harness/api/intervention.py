@@ -36,17 +36,20 @@ class Intervention:
     #: cell is attached once per batch (sample-major runs, :meth:`merge_resolved`).
     resolved_counters: ClassVar[tuple[str, ...]] = ()
 
-    def vision_use(self) -> Literal["none", "reads", "writes"]:
+    def vision_use(self) -> Literal["none", "reads", "writes"] | None:
         """How this intervention touches the vision tower (decides vision-feature reuse).
 
         ``none``: not at all (features computed for another cell of the batch are reused);
         ``reads``: it hooks the tower to read its pass, which does not change what the tower
         computes (the pass runs in this cell and its output serves the cells after it);
         ``writes``: it changes what the tower computes (always recomputed, never shared).
-        Whatever is declared, a vision pass is never reused while a hook sits on the vision
-        side of the model (:mod:`harness.models.vision_memo`).
+        None, the default (not declared): treated as ``writes``, so reuse is opt-in: an
+        intervention that declares ``none`` or ``reads`` vouches for it, and
+        ``headscope run --check-vision-reuse`` recomputes every reused pass to verify it.
+        Whatever is declared, a pass is not reused when the vision side changed in a way its
+        key sees, nor while a hook sits on it (:mod:`harness.models.vision_memo`).
         """
-        return "none"
+        return None
 
     def merge_resolved(self, total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
         """One cell's resolved record from the records of its attaches, in order.

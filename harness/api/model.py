@@ -209,11 +209,14 @@ class ModelAdapter:
         return None
 
     @contextmanager
-    def reuse_vision(self) -> Iterator[Any]:
+    def reuse_vision(self, check: bool = False) -> Iterator[Any]:
         """A context for one batch inside which vision features may be reused across cells.
 
-        Yields an object with ``using(vision_use)`` (a context per cell), or None when the
-        adapter has no such reuse (the default).
+        Yields an object with ``using(vision_use, label)`` (a context per cell), or None when
+        the adapter has no such reuse (the default).
+
+        Args:
+            check: Recompute every pass that would be reused and fail on a difference.
         """
         yield None
 

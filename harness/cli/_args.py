@@ -130,6 +130,32 @@ def add_maps_arguments(parser: Any) -> None:
     )
 
 
+def add_order_arguments(parser: Any) -> None:
+    """``--cell-major`` and ``--check-vision-reuse`` (how a grid is evaluated)."""
+    parser.add_argument(
+        "--cell-major",
+        "--cell_major",
+        dest="cell_major",
+        action="store_true",
+        default=False,
+        help="evaluate one (task, intervention) cell after the other, each reading and "
+        "processing every document itself (the reference order; same outputs, slower). "
+        "Default: sample-major, each batch of documents read, processed and vision-encoded "
+        "once for all cells",
+    )
+    parser.add_argument(
+        "--check-vision-reuse",
+        "--check_vision_reuse",
+        dest="check_vision_reuse",
+        action="store_true",
+        default=False,
+        help="(grids) recompute every vision pass that sample-major evaluation would reuse "
+        "and stop, naming the intervention, unless it is bit-identical: for authors of "
+        "interventions that declare vision_use() 'none' (docs/plugins.md); recorded in the "
+        "results' settings",
+    )
+
+
 def maps_config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~harness.probes.maps.MapsConfig` of the flags; None for ``--maps 0``."""
     from harness.probes.maps import MapsConfig

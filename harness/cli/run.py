@@ -23,7 +23,7 @@ from harness.api.helpformat import (
     add_output_argument,
     add_threads_argument,
 )
-from harness.cli._args import SCORING_HELP, add_maps_arguments, limit_value
+from harness.cli._args import SCORING_HELP, add_maps_arguments, add_order_arguments, limit_value
 
 __all__ = ["add_arguments", "main_job", "run", "spec_from_args", "model_from_args"]
 
@@ -122,17 +122,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="log the model's outputs, compute no scores (grids only)",
     )
-    ev.add_argument(
-        "--cell-major",
-        "--cell_major",
-        dest="cell_major",
-        action="store_true",
-        default=False,
-        help="evaluate one (task, intervention) cell after the other, each reading and "
-        "processing every document itself (the reference order; same outputs, slower). "
-        "Default: sample-major, each batch of documents read, processed and vision-encoded "
-        "once for all cells",
-    )
+    add_order_arguments(ev)
     ev.add_argument(
         "--skip-bad-docs",
         "--skip_bad_docs",
@@ -307,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
     if any(getattr(args, k) is not None for k in ("maps", "maps_heads", "maps_random")):
         raise _spec_error("--maps* apply to the main job (and 'headscope rank'), not to a grid")
     spec = spec_from_args(args)
-    results = run_grid(spec, order="cell" if args.cell_major else "sample")
+    order = "cell" if args.cell_major else "sample"
+    results = run_grid(spec, order=order, check_vision_reuse=args.check_vision_reuse)
     if results is None:  # a non-zero rank of a sharded run: rank 0 reports
         return 0
     _print_summary(results)
@@ -341,6 +332,8 @@ def main_job(args: argparse.Namespace) -> int:
             "--predict_only applies to a grid (--interventions or --config); "
             "the main job scores every cell"
         )
+    if args.check_vision_reuse:
+        raise _spec_error("--check-vision-reuse applies to a grid (--interventions or --config)")
     model_spec = model_from_args(args)
     # A real checkpoint: hybrid window scaled to its tasks' lengths, bench at its own geometry.
     kwargs: dict[str, Any] = real_model_defaults() if model_spec.name != "toy" else {}

@@ -274,11 +274,15 @@ class HFAdapter(ModelAdapter):
         return self.prepare(requests) if requests else None
 
     @contextmanager
-    def reuse_vision(self) -> Iterator[Any]:
-        """A :class:`~harness.models.vision_memo.VisionMemo` over this model for one batch."""
+    def reuse_vision(self, check: bool = False) -> Iterator[Any]:
+        """A :class:`~harness.models.vision_memo.VisionMemo` over this model for one batch.
+
+        Args:
+            check: Recompute every reused pass and compare (the memo's check switch).
+        """
         from harness.models.vision_memo import VisionMemo
 
-        with VisionMemo(self.model).installed() as memo:
+        with VisionMemo(self.model, check=check).installed() as memo:
             yield memo
 
     # -- outputs -------------------------------------------------------------------------

@@ -102,6 +102,7 @@ def run_grid(
     adapter: Any = None,
     shard: tuple[int, int] | None = None,
     order: str = "sample",
+    check_vision_reuse: bool = False,
 ) -> RunResults | None:
     """Run the grid described by ``spec`` and write its results.
 
@@ -113,6 +114,9 @@ def run_grid(
             rank 0 gathers the rows and writes the results.
         order: ``"sample"`` (each batch read, processed and vision-encoded once for all
             cells) or ``"cell"`` (the reference: each cell on its own); same outputs.
+        check_vision_reuse: (sample-major) recompute every vision pass that would be reused
+            and fail, naming the intervention, unless it is bit-identical; recorded in the
+            settings.
 
     Returns:
         The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
@@ -183,7 +187,16 @@ def run_grid(
             if order == "cell":  # the reference reads every document in every cell
                 ready = {}
             return _run(
-                spec, tasks, docs_of, ready, interventions, adapter, out, (rank, world), order
+                spec,
+                tasks,
+                docs_of,
+                ready,
+                interventions,
+                adapter,
+                out,
+                (rank, world),
+                order,
+                check_vision_reuse,
             )
     finally:
         if lock is not None:
@@ -200,6 +213,7 @@ def _run(
     out: Path,
     shard: tuple[int, int],
     order: str,
+    check_vision_reuse: bool = False,
 ) -> RunResults | None:
     from harness.run.provenance import collect_provenance
 
@@ -210,6 +224,8 @@ def _run(
     provenance["settings"]["world_size"] = world
     if spec.gen_kwargs:
         provenance["settings"]["gen_kwargs"] = dict(spec.gen_kwargs)
+    if check_vision_reuse:
+        provenance["settings"]["check_vision_reuse"] = True
     adapter.gen_kwargs, adapter.gen_seed = dict(spec.gen_kwargs), spec.seed
     names = cell_names(spec.tasks, spec.interventions)
     hashes = [file_hashes(ispec.args) for ispec, _ in interventions]  # the content names used
@@ -229,7 +245,8 @@ def _run(
             for cell in cells:
                 run_cell(task, docs, cell, adapter, spec, f"{tspec.name} × {cell.label}", shard)
         else:
-            run_task(task, docs, cells, adapter, spec, shard, tspec.name, ready.pop(id(task), {}))
+            first = ready.pop(id(task), {})
+            run_task(task, docs, cells, adapter, spec, shard, tspec.name, first, check_vision_reuse)
         for (ispec, _), cell in zip(interventions, cells, strict=True):
             entry = _entry(tspec, task, ispec, cell, docs, adapter, spec, before, out, shard)
             if entry is not None:

@@ -28,8 +28,9 @@ from harness.schema.samples import SampleLog, unique_rows
 __all__ = ["CellRun", "done_ids", "scoring_context", "log_generations", "bad_doc_error", "run_task"]
 
 #: Cells run in this order inside a batch: a cell that reads the vision pass computes it for
-#: the ones after it; a cell that changes it comes last (its pass is never shared).
-_VISION_ORDER = {"reads": 0, "none": 1, "writes": 2}
+#: the ones after it; a cell that changes it, or does not declare, comes last (its pass is
+#: never shared).
+_VISION_ORDER = {"reads": 0, "none": 1, "writes": 2, None: 2}
 
 
 @dataclass
@@ -161,6 +162,7 @@ def run_task(
     shard: tuple[int, int],
     name: str,
     ready: dict[Any, Any] | None = None,
+    check_vision_reuse: bool = False,
 ) -> None:
     """Evaluate every cell of one task, batch by batch (see the module docstring).
 
@@ -173,6 +175,8 @@ def run_task(
         shard: ``(rank, world_size)``.
         name: The task's name (progress line).
         ready: Requests already built (preflight's first document), by doc id; used once.
+        check_vision_reuse: Recompute every reused vision pass and fail on a difference
+            (:class:`~harness.models.vision_memo.VisionMemo`).
     """
     from harness.api.progress import Progress
     from harness.attention.dispatch import window_kernels_used
@@ -181,7 +185,7 @@ def run_task(
     mine = [d for i, d in enumerate(docs) if i % world == rank]
     done = [done_ids(c.log, spec.skip_bad_docs) for c in cells]
     pending = [d for d in mine if any(d.doc_id not in ids for ids in done)]
-    order = sorted(range(len(cells)), key=lambda k: _VISION_ORDER[cells[k].interv.vision_use()])
+    order = sorted(range(len(cells)), key=lambda k: _VISION_ORDER[_vision_use(cells[k])])
     ctx = scoring_context(adapter, spec.seed)
     sharing = _takes_inputs(adapter)
     left = sum(1 for d in mine for ids in done if d.doc_id not in ids)
@@ -220,7 +224,8 @@ def run_task(
             shared = adapter.shared_inputs(requests) if sharing else None
             inputs_ms = (time.perf_counter() - t0) * 1000.0 / len(batch)
             reuse = getattr(adapter, "reuse_vision", None)
-            with reuse() if reuse is not None else nullcontext(None) as memo:
+            kw = {"check": True} if check_vision_reuse else {}  # an adapter's own may lack it
+            with reuse(**kw) if reuse is not None else nullcontext() as memo:
                 for k in order:
                     cell, ids = cells[k], done[k]
                     keep = [i for i, d in enumerate(batch) if d.doc_id not in ids]
@@ -231,11 +236,11 @@ def run_task(
                     extra = [extras[i] for i in keep]
                     inputs = shared if len(keep) == len(batch) else None  # a resumed cell
                     window_kernels_used(reset=True)
-                    use = cell.interv.vision_use()
+                    use = _vision_use(cell)
                     cell.check()
                     with cell.interv.attach(adapter) as resolved:
                         cell.check()  # the files it read named this cell's log
-                        with memo.using(use) if memo is not None else nullcontext():
+                        with memo.using(use, cell.label) if memo is not None else nullcontext():
                             t1 = time.perf_counter()
                             if inputs is None:
                                 gens = adapter.generate(reqs)
@@ -263,6 +268,19 @@ def run_task(
         bar.close()
         for line in lines:
             line.close()
+
+
+def _vision_use(cell: CellRun) -> str | None:
+    """The cell's declared ``vision_use()`` (None: not declared), checked."""
+    from harness.api.intervention import InterventionError
+
+    use = cell.interv.vision_use()
+    if use not in _VISION_ORDER:
+        raise InterventionError(
+            f"intervention {cell.label!r}: vision_use() returned {use!r}",
+            hint="return 'none', 'reads' or 'writes', or do not override it",
+        )
+    return use
 
 
 def _takes_inputs(adapter: Any) -> bool:

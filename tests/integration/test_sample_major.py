@@ -381,7 +381,7 @@ def test_cli_runs_sample_major_unless_told_cell_major(tmp_path, monkeypatch, fla
     from harness.run import evaluator
 
     seen = []
-    monkeypatch.setattr(evaluator, "run_grid", lambda spec, order="?": seen.append(order))
+    monkeypatch.setattr(evaluator, "run_grid", lambda spec, order="?", **kw: seen.append(order))
     argv = ["run", "--model", "toy", "--tasks", "pope_mini", "--interventions", "none"]
     assert cli.main([*argv, "--output", str(tmp_path / "o"), *flags]) == 0
     assert seen == [order]
