@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GEO = ["--geometry", "qwen3-vl-4b", "--dtype", "bfloat16", "--device", "cuda"]
 HYBRID = ["--keep", "0.05", "--window", "1024"]
-TTFT = ["--frames", "128", "--frame-size", "448", "--repeats", "2", "--device", "cuda"]
+TTFT = ["--frames", "128", "--frame-size", "448", "--repeats", "2", "--device", "cuda", "--json"]
 # name → (seconds needed to start, time limit, command)
 STAGES: dict[str, tuple[int, int, list[str]]] = {
     "tests": (120, 180, ["-m", "pytest", "-q", "-p", "device_check_log", "tests/gpu"]),
@@ -44,7 +44,7 @@ STAGES: dict[str, tuple[int, int, list[str]]] = {
                             "--json"]),
     "masks": (40, 60, ["-m", "harness", "bench", "masks", *GEO, *HYBRID, "--layers", "2",
                        "--samples", "20", "--min-length", "8192", "--max-length", "65536",
-                       "--kernel", "flex"]),
+                       "--kernel", "flex", "--json"]),
     "ttft_qwen3_vl_4b": (50, 90, ["-m", "harness", "bench", "ttft", "--model", "qwen3_vl_4b",
                                   *TTFT]),
     "attention_chunked": (30, 50, ["-m", "harness", "bench", "hybrid", *GEO, *HYBRID,

@@ -3,9 +3,10 @@
 Every bench module builds on these public pieces; none imports another bench module's
 private names. Light at import: torch and the attention package load inside the functions.
 
-- command line: :func:`bench_parser`, :func:`add_kernel_argument`, :func:`refuse_missing_device`,
-  and the flag types :func:`positive_int`, :func:`nonnegative_int`, :func:`fraction`,
-  :func:`length_list` (a bad value is the parser's one-line error, exit code 2);
+- command line: :func:`bench_parser`, :func:`add_kernel_argument`, :func:`add_json_argument`,
+  :func:`print_rows`, :func:`refuse_missing_device`, and the flag types :func:`positive_int`,
+  :func:`nonnegative_int`, :func:`fraction`, :func:`length_list` (a bad value is the parser's
+  one-line error, exit code 2);
 - plans: :func:`kept_heads`, :func:`full_heads`, :func:`hybrid_plan`, :func:`fake_attention`;
 - timing: :func:`sync`, :func:`timed`, :func:`interleaved`, :func:`kernel_scope`.
 """
@@ -23,6 +24,7 @@ from harness.api.helpformat import HelpFormatter, OneLineParser
 
 __all__ = [
     "KERNEL_CHOICES",
+    "add_json_argument",
     "add_kernel_argument",
     "bench_parser",
     "fake_attention",
@@ -34,6 +36,7 @@ __all__ = [
     "length_list",
     "nonnegative_int",
     "positive_int",
+    "print_rows",
     "fraction",
     "refuse_missing_device",
     "sync",
@@ -102,6 +105,30 @@ def add_kernel_argument(parser: argparse.ArgumentParser) -> None:
         choices=KERNEL_CHOICES,
         help="window kernel (auto: flex on CUDA, chunked on CPU)",
     )
+
+
+def add_json_argument(parser: argparse.ArgumentParser, kind: str) -> None:
+    """``--json``: print the ``headscope.bench_<kind>`` document instead of the table."""
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print a headscope.bench_{kind} JSON document instead of the table "
+        "(what 'headscope leaderboard' reads)",
+    )
+
+
+def print_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], width: int = 14) -> None:
+    """Print ``rows`` as a right-aligned table; ``a.b`` reads ``row["a"]["b"]``."""
+
+    def cell(row: dict[str, Any], column: str) -> Any:
+        value: Any = row
+        for key in column.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    print("  ".join(f"{c:>{width}}" for c in columns), flush=True)
+    for row in rows:
+        print("  ".join(f"{cell(row, c)!s:>{width}}" for c in columns), flush=True)
 
 
 def refuse_missing_device(parser: argparse.ArgumentParser, device: str) -> None:

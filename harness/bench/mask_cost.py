@@ -19,6 +19,7 @@ from typing import Any
 from harness.api.helpformat import add_threads_argument
 from harness.api.threads import apply_threads
 from harness.bench.kit import (
+    add_json_argument,
     add_kernel_argument,
     bench_parser,
     fraction,
@@ -26,6 +27,7 @@ from harness.bench.kit import (
     kept_heads,
     kernel_scope,
     positive_int,
+    print_rows,
     refuse_missing_device,
     sync,
 )
@@ -111,7 +113,7 @@ def run_mask_cost(
 
 
 def main(argv: list[str] | None = None, description: str | None = None) -> int:
-    """CLI entry: ``headscope bench masks [options]``; prints a ``headscope.bench_masks`` document.
+    """CLI entry: ``headscope bench masks [options]``; a table, or ``--json``'s document.
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
@@ -151,6 +153,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--seed", type=int, default=0, help="weights, inputs and lengths seed")
     add_threads_argument(parser)
+    add_json_argument(parser, "masks")
     args = parser.parse_args(argv)
     refuse_missing_device(parser, args.device)
     apply_threads(args.threads)
@@ -162,5 +165,10 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
         window=args.window, kernel=args.kernel, dtype=args.dtype, device=args.device,
         seed=args.seed,
     )  # fmt: skip
-    print(json.dumps(bench_document("masks", [row])))
+    if args.json:
+        print(json.dumps(bench_document("masks", [row])))
+    else:
+        cols = ("samples", "hybrid_ms", "mask_build_ms", "mask_share", "warmup_ms",
+                "type_builds", "layer_builds")  # fmt: skip
+        print_rows([row], cols)
     return 0

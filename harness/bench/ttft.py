@@ -29,6 +29,7 @@ from typing import Any
 from harness.api.helpformat import add_threads_argument
 from harness.api.threads import apply_threads
 from harness.bench.kit import (
+    add_json_argument,
     add_kernel_argument,
     bench_parser,
     fraction,
@@ -38,6 +39,7 @@ from harness.bench.kit import (
     kernel_scope,
     nonnegative_int,
     positive_int,
+    print_rows,
     refuse_missing_device,
     sync,
 )
@@ -175,9 +177,10 @@ def run_ttft(
 
 
 def main(argv: list[str] | None = None, description: str | None = None) -> int:
-    """CLI entry: ``headscope bench ttft [options]``; one JSON line per model, as each ends.
+    """CLI entry: ``headscope bench ttft [options]``; one table row per model, as each ends.
 
-    Each line is a ``headscope.bench_ttft`` document holding that model's row.
+    With ``--json`` each line is instead a ``headscope.bench_ttft`` document holding that
+    model's row.
 
     ``description``: the ``--help`` text (default: this module's docstring).
     """
@@ -213,6 +216,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="weights and video seed")
     add_threads_argument(parser)
+    add_json_argument(parser, "ttft")
     args = parser.parse_args(argv)
     names = [m for m in args.model.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
@@ -238,5 +242,10 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
             keep=args.keep, window=args.window, sinks=args.sinks, repeats=args.repeats,
             kernel=args.kernel, dtype=args.dtype, device=args.device, seed=args.seed,
         )  # fmt: skip
-        print(json.dumps(bench_document("ttft", [row])), flush=True)
+        if args.json:
+            print(json.dumps(bench_document("ttft", [row])), flush=True)
+            continue
+        cols = ("model", "tokens", "dense.ttft_ms", "hybrid.ttft_ms", "speedup_ttft",
+                "speedup_decoder", "decoder_bound", "dense.vision_share")  # fmt: skip
+        print_rows([row], cols, width=18)
     return 0

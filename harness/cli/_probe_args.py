@@ -12,7 +12,15 @@ from harness.api.helpformat import (
 )
 from harness.cli._args import limit_value
 
-__all__ = ["add_common_arguments", "model_spec_from_args", "task_specs_from_args", "load_model"]
+__all__ = [
+    "add_common_arguments",
+    "add_no_figures_argument",
+    "add_task_args_argument",
+    "load_model",
+    "model_spec_from_args",
+    "task_args_from_text",
+    "task_specs_from_args",
+]
 
 
 def add_common_arguments(
@@ -40,6 +48,7 @@ def add_common_arguments(
         + (default_tasks or "the grounded mini tasks")
         + ")",
     )
+    add_task_args_argument(parser)
     parser.add_argument(
         "--limit", type=limit_value, default=None, help="samples per task: a count or a fraction"
     )
@@ -47,8 +56,31 @@ def add_common_arguments(
     add_threads_argument(parser)
     add_output_argument(parser, default_output, "output directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    add_no_figures_argument(parser)
     add_logging_arguments(parser)
+
+
+def add_task_args_argument(parser: argparse.ArgumentParser) -> None:
+    """``--task-args`` / ``--task_args``: per-task arguments, as ``headscope run`` takes them."""
+    parser.add_argument(
+        "--task-args",
+        "--task_args",
+        dest="task_args",
+        default=None,
+        metavar="JSON",
+        help="JSON object of per-task arguments, as for 'headscope run', e.g. '{\"refcocog\": "
+        '{"data_dir": "data/refcocog"}}\'',
+    )
+
+
+def add_no_figures_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-figures`` (``--no-plots``, the old spelling, is accepted and not listed)."""
+    parser.add_argument(
+        "--no-figures", dest="no_figures", action="store_true", help="leave the figures out"
+    )
+    parser.add_argument(
+        "--no-plots", dest="no_figures", action="store_true", help=argparse.SUPPRESS
+    )
 
 
 def model_spec_from_args(args: argparse.Namespace) -> Any:
@@ -78,9 +110,30 @@ def task_specs_from_args(args: argparse.Namespace) -> list[Any]:
     specs = [parse_task(item) for item in split_top_level(text) if item.strip()]
     if not specs:
         raise SpecError("--tasks names no task")
+    if getattr(args, "task_args", None) is not None:
+        per_task = task_args_from_text(args.task_args, [s.name for s in specs])
+        specs = [replace(s, args={**s.args, **per_task.get(s.name, {})}) for s in specs]
     if args.limit is not None:
         specs = [replace(s, limit=args.limit) for s in specs]
     return specs
+
+
+def task_args_from_text(text: str, names: list[str]) -> dict[str, dict[str, Any]]:
+    """``--task-args`` JSON text → ``{task: {arg: value}}`` for the tasks ``names``.
+
+    Raises:
+        SpecError: malformed JSON, not an object of objects, or a task not in ``names``.
+    """
+    import json
+
+    from harness.api.specs import SpecError, check_task_args
+    from harness.api.strict_yaml import RunFileError, load_json
+
+    try:
+        value = load_json(text)
+    except (json.JSONDecodeError, RunFileError) as exc:
+        raise SpecError(f"--task-args: malformed JSON ({exc})") from None
+    return check_task_args(value, names)
 
 
 def load_model(args: argparse.Namespace) -> Any:

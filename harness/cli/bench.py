@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-__all__ = ["BENCHES", "add_arguments", "run"]
+__all__ = ["BENCHES", "SUMMARY", "add_arguments", "run"]
 
 BENCHES = {
     "adaptive": "harness.bench.adaptive",
@@ -24,10 +24,23 @@ BENCHES = {
     "ttft": "harness.bench.ttft",
 }
 
+#: What each benchmark measures, for ``headscope --help`` (one entry per benchmark; a test).
+SUMMARY = {
+    "adaptive": "adaptive routing's cost",
+    "hybrid": "prefill speed, dense vs hybrid",
+    "masks": "FlexAttention block-mask cost",
+    "ram": "RAM probe vs eager attention",
+    "ttft": "time to first token of a full VLM",
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``bench NAME [flags of that benchmark...]``."""
-    parser.add_argument("bench", choices=sorted(BENCHES), help="which benchmark")
+    parser.add_argument(
+        "bench",
+        choices=sorted(BENCHES),
+        help="which benchmark: " + "; ".join(f"{k}: {v}" for k, v in SUMMARY.items()),
+    )
     parser.add_argument("bench_args", nargs=argparse.REMAINDER, help="its flags (see --help)")
 
 

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 generate=not args.no_generate,
                 threshold=args.correct_threshold,
                 progress=not args.no_progress,
-                plots=not args.no_plots,
+                plots=not args.no_figures,
             )
     except ProbeError as exc:  # a TaskLoadError is a usage error: exit 2
         print(f"headscope diagnose: {exc}", file=sys.stderr)

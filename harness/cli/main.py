@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.api.errors import UsageError, one_line
 from harness.cli import run as run_command
+from harness.cli.bench import SUMMARY
 
 __all__ = ["main", "build_parser"]
 
@@ -38,7 +39,7 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("harness.cli.diagnose", "eRank / RID / MixIG / TME module diagnostics"),
     "bench": (
         "harness.cli.bench",
-        "benchmarks: 'bench hybrid' (prefill speed), 'bench masks', 'bench ram', 'bench ttft'",
+        "benchmarks: " + ", ".join(f"'bench {name}' ({what})" for name, what in SUMMARY.items()),
     ),
     "leaderboard": ("leaderboards.cli", "merge results directories into leaderboards"),
     "view": ("viewer.cli", "a static site of runs: leaderboards, heads' attention, samples"),

@@ -22,7 +22,9 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the ``means`` flags."""
+    from harness.api.helpformat import add_threads_argument
     from harness.cli._args import limit_value
+    from harness.cli._probe_args import add_task_args_argument
 
     parser.add_argument("--model", default=None, help="model family (default: toy)")
     parser.add_argument(
@@ -38,12 +40,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="the reference set: comma-separated task names or JSON task objects",
     )
+    add_task_args_argument(parser)
     parser.add_argument(
         "--limit", type=limit_value, default=None, help="documents per task: a count or a fraction"
     )
-    parser.add_argument("--batch-size", type=int, default=1, help="requests per forward pass")
     parser.add_argument(
-        "--output", required=True, metavar="FILE", help="the mean reference: a .pt or .npz file"
+        "--batch-size",
+        "--batch_size",
+        dest="batch_size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests per forward pass",
+    )
+    add_threads_argument(parser)
+    parser.add_argument(
+        "--output",
+        "--output_path",
+        "--output-path",
+        dest="output",
+        required=True,
+        metavar="FILE",
+        help="the mean reference: a .pt or .npz file",
     )
     add_logging_arguments(parser)
 

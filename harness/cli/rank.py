@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
     parser.add_argument(
         "--skip-bad-docs",
+        "--skip_bad_docs",
+        dest="skip_bad_docs",
         action="store_true",
         help="count and skip malformed rows and unreadable media (default: stop, naming them)",
     )
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 top_k=args.top_k,
                 n_boot=args.n_boot,
                 progress=not args.no_progress,
-                plots=not args.no_plots,
+                plots=not args.no_figures,
                 skip_bad_docs=args.skip_bad_docs,
                 maps=maps,
             )

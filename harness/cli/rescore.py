@@ -50,7 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--task-args",
+        "--task_args",
+        dest="task_args",
         default=None,
+        metavar="JSON",
         help="JSON {task: {arg: value}} merged into the recorded task arguments, e.g. an "
         'answer extractor: \'{"mmlongbench_doc": {"extractor": "openai", ...}}\'',
     )

@@ -82,18 +82,22 @@ def test_bench_refuses_cuda_without_a_gpu(bench, capsys):
     assert err.rstrip().endswith("use --device cpu")
 
 
-def test_ttft_cli_prints_one_tagged_document_per_model(capsys):
+def test_ttft_cli_prints_a_table_or_with_json_one_tagged_document_per_model(capsys):
     from harness.bench.ttft import main
     from harness.schema.bench import BenchDocument
 
     argv = ["--model", "qwen2_5_vl_7b", "--shrink", "--frames", "2", "--frame-size", "56"]
     argv += ["--repeats", "1", "--window", "16", "--device", "cpu", "--dtype", "float32"]
-    assert main(argv) == 0
+    assert main([*argv, "--json"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     doc = BenchDocument.from_dict(json.loads(line))
     assert doc.kind == "ttft" and not doc.legacy
     assert [r["model"] for r in doc.rows] == ["qwen2_5_vl_7b"]
     assert doc.rows[0]["threads"] == torch.get_num_threads()
+    assert main(argv) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["model", "tokens", "dense.ttft_ms", "hybrid.ttft_ms"]
+    assert row.split()[0] == "qwen2_5_vl_7b" and float(row.split()[2]) > 0
 
 
 def test_ttft_refuses_full_size_models_on_cpu_in_one_line(capsys):

@@ -244,12 +244,17 @@ def test_mask_cost_bench_builds_masks_per_bucket_not_per_sample():
     assert 0 < row["mask_build_ms"] < row["hybrid_ms"]
 
 
-def test_mask_cost_cli_prints_a_tagged_document(capsys):
+def test_mask_cost_cli_prints_a_table_or_with_json_a_tagged_document(capsys):
     from harness.bench.mask_cost import main
     from harness.schema.bench import BenchDocument
 
     argv = ["--geometry", "tiny", "--layers", "1", "--samples", "2", "--min-length", "64"]
-    assert main([*argv, "--max-length", "80", "--window", "16"]) == 0
+    assert main([*argv, "--max-length", "80", "--window", "16", "--json"]) == 0
     doc = BenchDocument.from_dict(json.loads(capsys.readouterr().out))
     (row,) = doc.rows
     assert doc.kind == "masks" and not doc.legacy and row["samples"] == 2
+    assert main([*argv, "--max-length", "80", "--window", "16"]) == 0
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split() == ["samples", "hybrid_ms", "mask_build_ms", "mask_share",
+                              "warmup_ms", "type_builds", "layer_builds"]  # fmt: skip
+    assert line.split()[0] == "2"

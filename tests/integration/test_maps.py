@@ -157,7 +157,7 @@ def test_rank_cli_maps_flags(toy, tmp_path, monkeypatch, capsys):
     from harness.cli.main import main
 
     monkeypatch.setattr(base, "load_adapter", lambda spec: toy)
-    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-plots"]
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-figures"]
     argv += ["--no-progress"]
     assert main([*argv, "--output", str(tmp_path / "a"), "--maps", "0"]) == 0
     assert not (tmp_path / "a" / "maps.json").exists()
@@ -188,7 +188,7 @@ def test_a_family_without_footprints(toy, tmp_path, monkeypatch, capsys):
     from harness.cli.main import main
 
     monkeypatch.setattr(base, "load_adapter", lambda spec: _NoFootprints(toy))
-    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-plots"]
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-figures"]
     argv += ["--no-progress"]
     assert main([*argv, "--output", str(tmp_path / "a"), "--maps", "2"]) == 2  # asked for
     err = capsys.readouterr().err

@@ -155,7 +155,7 @@ def test_rank_cli_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(base, "load_adapter", lambda spec: adapter)
     out = tmp_path / "rank"
     argv = "rank --tasks refcocog_mini,mmlongbench_mini --limit 2 --n-boot 20 --top-k 0.25"
-    argv = [*argv.split(), "--output", str(out), "--no-progress", "--no-plots"]
+    argv = [*argv.split(), "--output", str(out), "--no-progress", "--no-figures"]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "Spearman" in text and "universal heads" in text and "ranking.json" in text

@@ -161,7 +161,7 @@ def test_diagnose_scoring_flag(tmp_path, monkeypatch, capsys):
 def test_diagnose_records_the_mode_it_scored_with(tmp_path):
     out = tmp_path / "diag"
     argv = ["diagnose", "--tasks", "refcocog_mini", "--limit", "2", "--scoring", "lmms_eval"]
-    argv += ["--baselines", "", "--no-plots", "--no-progress", "--output", str(out)]
+    argv += ["--baselines", "", "--no-figures", "--no-progress", "--output", str(out)]
     assert cli.main(argv) == 0
     task = json.loads((out / "diagnostics_paper.json").read_text())["settings"]["tasks"][0]
     assert task["settings"]["scoring"] == task["args"]["scoring"] == "lmms_eval"

@@ -25,7 +25,7 @@ DRAWS = 5
 @pytest.mark.skipif(not PRESENT, reason="TRAINING.md does not claim the retrieval phenomenon")
 def test_top_ram_heads_matter_bottom_heads_do_not(tmp_path):
     rank_dir, run_dir = tmp_path / "rank", tmp_path / "run"
-    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "16", "--no-progress", "--no-plots"]
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "16", "--no-progress", "--no-figures"]
     assert cli.main([*argv, "--n-boot", "10", "--output", str(rank_dir)]) == 0
     ranking = rank_dir / "ranking.json"
     interventions = ["none"]
