@@ -8,16 +8,18 @@ folder), holds at most :data:`MAX_MEDIA_BYTES` and starts with the PNG signature
 else is refused with :class:`Refused`, whose message says why; callers show the sample
 without that medium and print a warning. The copy itself re-checks the open file and stops at
 the bound, so a file that grows or is swapped between the check and the copy is not copied
-either.
+either. Names from a run become file names only through :func:`slug`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_MEDIA_BYTES", "Refused", "inside", "copy_bounded"]
+__all__ = ["MAX_MEDIA_BYTES", "Refused", "inside", "copy_bounded", "slug"]
 
 #: The largest medium copied into a site (a 1024-px RGBA PNG is at most ~4 MiB).
 MAX_MEDIA_BYTES = 16 << 20
@@ -87,3 +89,16 @@ def copy_bounded(src: str | Path, dst: str | Path) -> None:
         raise Refused(f"{str(src)!r} is not a PNG image")
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_bytes(body)
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a task or run name, distinct for distinct names.
+
+    A name made only of ``A-Za-z0-9_.-`` (and not ``.`` or ``..``) is its own slug; any other
+    gets the safe characters, ``~`` and 10 hex digits of its SHA-1, so ``"pope mini"`` and
+    ``"pope_mini"`` write different files (a safe name never holds ``~``).
+    """
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    if safe == name and name not in ("", ".", ".."):
+        return name
+    return f"{safe.strip('.')}~{hashlib.sha1(name.encode('utf-8')).hexdigest()[:10]}"

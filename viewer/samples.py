@@ -44,11 +44,14 @@ class TaskSamples:
         task: Task name.
         table: The compact table (JSON-able).
         chunks: Detail chunks, :data:`CHUNK` samples each, in table order.
+        source: How to rebuild the documents (:mod:`viewer.media`): the baseline entry's
+            ``task_args`` and ``split`` (else the first column's) and its run's ``model``.
     """
 
     task: str
     table: dict[str, Any]
     chunks: list[dict[str, Any]]
+    source: dict[str, Any] | None = None
 
 
 def _number(value: Any, finite: bool = True) -> bool:
@@ -226,7 +229,13 @@ def task_samples(
         "correct_at": CORRECT_AT,
     }
     chunks = [{"samples": details[i : i + CHUNK]} for i in range(0, len(details), CHUNK)]
-    return TaskSamples(task, table, chunks)
+    first = next((ln.first for ln in lines if is_baseline(ln.first.entry)), lines[0].first)
+    source = {
+        "task_args": dict(first.entry.task_args or {}),
+        "split": first.entry.split,
+        "model": dict(first.run.results.model or {}),
+    }
+    return TaskSamples(task, table, chunks, source)
 
 
 def _reply(row: dict[str, Any], draw: Any) -> dict[str, Any]:

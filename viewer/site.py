@@ -5,7 +5,8 @@ Layout of the output folder::
     index.html  heads.html  samples.html  sample.html     the pages (Jinja2 templates)
     assets/     viewer.css and the page scripts (copied from the package)
     figures/    the leaderboard figures (PNG, written once)
-    media/      the attention maps' images, pages and frames (copied once)
+    media/      the attention maps' images, pages and frames (copied once), and
+                docs/<task>/<doc>/ every sample's media (:mod:`viewer.media`)
     data/       index.js, heads.js, maps/<ranking>/<task>.js,
                 samples/<task>/table.js and chunk-<i>.js
 
@@ -17,15 +18,14 @@ shows (the samples list one table per task, a sample page one chunk).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
+from viewer.confine import slug
 
 __all__ = ["build_site", "write_data", "PAGES", "slug"]
 
@@ -34,19 +34,6 @@ PAGES = ("index", "heads", "samples", "sample")
 MARKER = ".headscope-view"
 _OWN = ("assets", "data", "figures", "media")
 _PACKAGE = Path(__file__).resolve().parent
-
-
-def slug(name: str) -> str:
-    """A file-name-safe form of a task or run name, distinct for distinct names.
-
-    A name made only of ``A-Za-z0-9_.-`` (and not ``.`` or ``..``) is its own slug; any other
-    gets the safe characters, ``~`` and 10 hex digits of its SHA-1, so ``"pope mini"`` and
-    ``"pope_mini"`` write different files (a safe name never holds ``~``).
-    """
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-    if safe == name and name not in ("", ".", ".."):
-        return name
-    return f"{safe.strip('.')}~{hashlib.sha1(name.encode('utf-8')).hexdigest()[:10]}"
 
 
 def _finite(value: Any) -> Any:
@@ -167,7 +154,11 @@ def _prepare(out: Path) -> Path:
 
 
 def build_site(
-    data: Any, out: str | Path, title: str = "headscope view", figures: bool = True
+    data: Any,
+    out: str | Path,
+    title: str = "headscope view",
+    figures: bool = True,
+    media: bool = True,
 ) -> Path:
     """Write the whole site for ``data`` (:class:`viewer.collect.SiteData`) into ``out``.
 
@@ -176,6 +167,7 @@ def build_site(
         out: The site folder (created; files of an earlier build are replaced).
         title: The pages' title.
         figures: Draw the leaderboard figures (matplotlib; else the runs' own PNGs are copied).
+        media: Rebuild every sample's media with its task (:mod:`viewer.media`).
 
     Returns:
         The path of ``index.html``.
@@ -190,6 +182,12 @@ def build_site(
     heads = _maps_files(data, out)
     write_data(out, "data/heads.js", heads)
     tasks = []
+    if media:
+        from viewer.media import Budget, write_task_media
+
+        budget = Budget()
+        for ts in data.tasks:
+            write_task_media(out, ts, data.warnings, budget)
     for ts in data.tasks:
         base = f"data/samples/{slug(ts.task)}"
         write_data(out, f"{base}/table.js", ts.table)

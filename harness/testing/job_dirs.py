@@ -169,3 +169,27 @@ def _write_maps(folder: Path, tasks: tuple[str, ...], layers: int, heads: int, s
         )
         renamed[task] = dataclasses.replace(entry, samples=samples)
     save_maps(folder, dataclasses.replace(loaded, tasks=renamed))
+
+
+def use_task_documents(job: str | Path, replies: dict[str, str] | None = None) -> Path:
+    """Make a fixture job's sample logs name its tasks' real documents (the viewer's media).
+
+    Row ``i`` of each log gets the ``i``-th document of the task as built with no arguments
+    (its ``doc_id``, the request's prompt text and the task's logged fields), and the reply
+    ``replies[task]`` when given. Returns ``job``.
+    """
+    import json
+
+    from harness.api.task import build_task
+
+    for log in sorted((Path(job) / "accuracy" / "samples").glob("*.jsonl")):
+        name = log.name.split("__")[0]
+        task = build_task(name, {})
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        docs = list(task.load(split="test"))[: len(rows)]
+        for row, doc in zip(rows, docs):
+            row.update(task.sample_log(doc))
+            row["doc_id"], row["prompt"] = doc.doc_id, task.request(doc).text
+            row["output"] = (replies or {}).get(name, row["output"])
+        log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return Path(job)

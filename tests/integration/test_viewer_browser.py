@@ -253,22 +253,58 @@ def test_sample_page(driver, site):
     assert _count(driver, "#replies tbody tr") == len(table["columns"])
     maps = site[1].heads[0]["tasks"][TASK]["maps"]
     (saved,) = [s for s in maps["samples"] if s["doc_id"] == first]
-    assert _count(driver, "#media .card") == 1
+    # the fixture's documents are not the task's: no media, and the page says why
+    assert "document not in the task's data" in driver.find_element("id", "media").text
     assert _count(driver, "#head-overlays .card.attention") == len(maps["heads"])
     painted = _overlay_checks(driver)
     assert len(painted) == len(maps["heads"]) * len(saved["media"]) and max(painted) > 0
     ev = _js(
         driver,
-        "return Array.from(document.querySelectorAll('#media canvas.marks'))"
+        "return Array.from(document.querySelectorAll('#head-overlays canvas.marks'))"
         ".reduce(function (n, c) { return n + Number(c.dataset.evidence); }, 0)",
     )
-    assert ev == len(saved["evidence"]["regions"])
+    assert ev == len(maps["heads"]) * len(saved["evidence"]["regions"])
     driver.save_screenshot(str(site[0].parent / "sample.png"))
     assert (site[0].parent / "sample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # a sample without saved maps says so
     _open(driver, site, f"sample.html#task={TASK}&id={table['samples'][-1]['id']}")
-    assert "No media or attention maps were saved" in driver.find_element("id", "media").text
+    assert "No attention maps were saved" in driver.find_element("id", "head-overlays").text
     assert console_errors(driver) == []
+
+
+def test_every_sample_page_shows_its_media_gold_and_predicted(driver, tmp_path):
+    from harness.testing.job_dirs import use_task_documents
+
+    tasks = ("refcocog_mini", "pope_mini", "vidstg_mini", "mmdocir_mini")
+    job = write_fixture_job(tmp_path / "job", n_samples=2, tasks=tasks, grounded=())
+    use_task_documents(job, {"refcocog_mini": "[0.5, 0.25, 1.0, 0.75]"})
+    out = tmp_path / "site"
+    data = collect([job], n_boot=20)
+    build_site(data, out, figures=False)
+    for ts in data.tasks:
+        for doc in ts.table["samples"]:
+            _open(driver, (out, None), f"sample.html#task={ts.task}&id={doc['id']}")
+            _overlay_checks(driver)  # every image loads
+            assert _count(driver, "#media img") >= 1, (ts.task, doc["id"])
+            gold = _js(
+                driver,
+                "return Array.from(document.querySelectorAll('#media canvas.marks'))"
+                ".map(function (c) { return [+c.dataset.evidence, +c.dataset.predicted]; })",
+            )
+            want_gold = 0 if ts.task == "pope_mini" else 1
+            assert sum(g for g, _ in gold) >= want_gold
+            predicted = sum(p for _, p in gold)
+            assert predicted == (1 if ts.task == "refcocog_mini" else 0)
+    # clicking another reply draws its box; every reply is read as the same box here
+    _open(driver, (out, None), "sample.html#task=refcocog_mini&id=" + doc_id(data, "refcocog_mini"))
+    driver.find_elements("css selector", "#replies tr.reply-row")[-1].click()
+    assert "reply of #" in driver.find_element("id", "media").text
+    assert "→ box [32, 16, 64, 48] px" in driver.find_element("id", "replies").text
+    assert console_errors(driver) == []
+
+
+def doc_id(data, task):
+    return next(t for t in data.tasks if t.task == task).table["samples"][0]["id"]
 
 
 def test_served_over_http(driver, site):

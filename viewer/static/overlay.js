@@ -116,7 +116,8 @@
       marks.setAttribute("data-evidence", boxes);
       marks.setAttribute("data-predicted", preds);
       layers.push(marks);
-      var label = medium.kind + " " + medium.index + (boxes ? " · evidence" : "") + (preds ? " · predicted" : "");
+      var src = medium.source !== undefined ? " (src " + medium.source + ")" : "";
+      var label = medium.kind + " " + medium.index + src + (boxes ? " · gold" : "") + (preds ? " · predicted" : "");
       wrap.appendChild(
         HS.el("figure", { class: "medium" + (boxes ? " has-evidence" : "") }, [
           HS.el("div", { class: "stack", style: "width:" + dims[0] + "px;height:" + dims[1] + "px" }, layers),
@@ -131,11 +132,11 @@
   };
 
   /* A card: title, the media with attention (or evidence only), and a caption line. */
-  HS.overlayCard = function (title, sample, weights, caption, link) {
+  HS.overlayCard = function (title, sample, weights, caption, link, opts) {
     var head = link ? HS.el("a", { href: link, text: title }) : HS.el("span", { text: title });
     return HS.el("div", { class: "card" + (weights ? " attention" : " evidence-only") }, [
       HS.el("div", { class: "card-title" }, [head]),
-      HS.drawSample(sample, weights),
+      HS.drawSample(sample, weights, opts),
       caption ? HS.el("div", { class: "caption", text: caption }) : null,
     ]);
   };

@@ -35,7 +35,7 @@
     });
   }
 
-  function showReplies(table, detail, row) {
+  function showReplies(table, detail, row, choose) {
     var body = HS.clear(document.querySelector("#replies tbody"));
     table.columns.forEach(function (c) {
       var reps = detail.replies[c.id] || [];
@@ -43,12 +43,13 @@
       var scoresCell = HS.el("td", { class: "scores" });
       reps.forEach(function (r) {
         var prefix = r.draw !== undefined ? "draw " + r.draw + ": " : "";
-        replyCell.appendChild(HS.el("div", { text: prefix + (r.error ? "error: " + r.error : r.output) }));
+        var region = r.region ? " → box [" + r.region.box.join(", ") + "] px" : "region" in r ? " → no box read" : "";
+        replyCell.appendChild(HS.el("div", { text: prefix + (r.error ? "error: " + r.error : r.output) + region }));
         scoresCell.appendChild(HS.el("div", { text: prefix + JSON.stringify(r.scores || {}) }));
       });
       if (!reps.length) replyCell.appendChild(HS.el("span", { class: "empty", text: "not run on this sample" }));
       var mark = row.c[c.id];
-      body.appendChild(HS.el("tr", { class: "reply-row" + (c.baseline ? " baseline" : "") }, [
+      body.appendChild(HS.el("tr", { class: "reply-row" + (c.baseline ? " baseline" : ""), "data-col": c.id, onclick: function () { choose(c.id); } }, [
         HS.el("td", { text: "#" + (c.id + 1) }),
         HS.el("td", { text: c.title }),
         replyCell,
@@ -59,8 +60,35 @@
     });
   }
 
+  /* The document's media (rebuilt by its task), the gold evidence and the chosen reply's
+     predicted region, in the medium's original pixels. */
+  function showMedia(table, detail, chosen) {
+    var box = HS.clear(document.getElementById("media"));
+    var doc = detail.media;
+    if (!doc || !doc.media.length) {
+      box.appendChild(HS.el("p", { class: "empty", text: (doc && doc.note) || "No media for this sample." }));
+      return;
+    }
+    var reps = detail.replies[chosen] || [];
+    var predicted = reps.map(function (r) { return r.region; }).filter(function (r) { return r; });
+    var col = table.columns[chosen];
+    var title = "media · gold" + (doc.evidence.kind ? " " + doc.evidence.kind : ": none (not a grounded task)");
+    var caption = null;
+    if (reps.some(function (r) { return "region" in r; })) {
+      caption = "predicted (dashed blue): reply of #" + (chosen + 1) + " " + col.title + (predicted.length ? "" : " — no box could be read from it") + "; click a reply to draw its box";
+    } else if (doc.predicted_note) {
+      caption = doc.predicted_note;
+    } else if (doc.evidence.kind) {
+      caption = "the predicted " + (doc.evidence.kind === "tube" ? "span and tube" : "pages") + " are not drawn: see each reply and its scores below";
+    }
+    var side = doc.media[0].kind === "image" ? 320 : 200;
+    var card = HS.overlayCard(title, doc, null, caption, null, { maxSide: side, predicted: predicted });
+    if (doc.n_media > doc.media.length) card.appendChild(HS.el("div", { class: "hint", text: "stored " + doc.media.length + " of the " + doc.n_media + " media shown to the model (those with evidence first, then evenly spaced)" }));
+    box.appendChild(card);
+  }
+
   function showMaps(allMaps) {
-    var media = HS.clear(document.getElementById("media"));
+    var media = document.getElementById("maps-media");
     var heads = HS.clear(document.getElementById("head-overlays"));
     var found = 0;
     allMaps.forEach(function (pair) {
@@ -70,7 +98,7 @@
       if (!s) return;
       found += 1;
       var who = views.length > 1 ? view.model + " · " + view.run + " · " : "";
-      media.appendChild(HS.overlayCard(who + "evidence (" + s.evidence.kind + ")", s, null, null));
+      if (who) media.appendChild(HS.el("p", { class: "hint", text: who }));
       heads.appendChild(HS.legendBar(s.scale));
       var order = { top: 0, bottom: 1, random: 2 };
       var idx = maps.heads.map(function (h, i) { return i; });
@@ -83,8 +111,7 @@
       });
     });
     if (!found) {
-      var note = "No media or attention maps were saved for this sample (headscope rank --maps N saves N samples per task).";
-      media.appendChild(HS.el("p", { class: "empty", text: note }));
+      var note = "No attention maps were saved for this sample (headscope rank --maps N saves N samples per task).";
       heads.appendChild(HS.el("p", { class: "empty", text: note }));
     }
   }
@@ -111,7 +138,9 @@
       var detail = got[0].samples[i % table.chunk_size];
       showFields(detail, row);
       showPrompts(table, detail);
-      showReplies(table, detail, row);
+      var chosen = table.columns.filter(function (c) { return c.baseline; }).map(function (c) { return c.id; })[0] || 0;
+      showReplies(table, detail, row, function (c) { showMedia(table, detail, c); });
+      showMedia(table, detail, chosen);
       showMaps(got[1]);
       HS.ready();
     });
