@@ -55,7 +55,6 @@ __all__ = [
     "Window",
     "current_plan",
     "ensure_registered",
-    "explicit_mask",
     "headscope_attention",
     "merge_plans",
     "plan_scope",
@@ -95,20 +94,22 @@ def headscope_attention(
             with ``is_causal=False`` (PaliGemma's), as HF's sdpa path reads it.
         dropout: Attention dropout (only the plain sdpa path honours it; models run in eval).
         scaling: Softmax scale.
-        **kwargs: Passed through to HF's sdpa function.
+        **kwargs: Passed through to HF's sdpa function (or, with ``softcap``, the model's own
+            eager one: :func:`harness.attention.exact.exact_attention`); under a plan,
+            ``softcap`` applies to every head's logits and ``s_aux``/``position_bias`` are
+            refused (:func:`harness.attention.exact.check_kwargs`).
 
     Returns:
         ``(attn_output (B, S_q, H, D), None)``.
     """
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from harness.attention.exact import check_kwargs, exact_attention, explicit_mask
 
     lp = getattr(module, _PLAN_ATTR, None)
     if lp is None or getattr(module, "layer_idx", None) is None:
-        return sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
-        )
+        return exact_attention(module, query, key, value, attention_mask, dropout, scaling, kwargs)
     from harness.attention.execute import run_layer_plan
 
+    check_kwargs(module, kwargs)
     attention_mask = explicit_mask(module, attention_mask, query, key, kwargs.get("is_causal"))
 
     return run_layer_plan(
@@ -123,25 +124,6 @@ def headscope_attention(
         kwargs,
         window_kernel=_state["window_kernel"],
     )
-
-
-def explicit_mask(
-    module: Any, attention_mask: Any, query: Any, key: Any, is_causal: bool | None = None
-) -> Any:
-    """The mask a plan runs under: HF's own, or all-True where None means "no mask".
-
-    HF's sdpa path reads a None mask as causal only when the module (or an ``is_causal``
-    kwarg) says so; PaliGemma's decoder modules are ``is_causal=False`` and get None when
-    no token type ids are passed and nothing is padded. The plan executor reads None as
-    causal, so that case becomes an explicit all-True mask here.
-    """
-    causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
-    if attention_mask is not None or causal or query.shape[2] == 1:
-        return attention_mask
-    import torch
-
-    shape = (query.shape[0], 1, query.shape[2], key.shape[2])
-    return torch.ones(1, 1, 1, 1, dtype=torch.bool, device=query.device).expand(shape)
 
 
 def ensure_registered() -> None:

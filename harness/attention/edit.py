@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from harness.attention.plan import HookContext, LayerPlan
-from harness.attention.window import first_real, full_bool_mask, masked_softmax, per_head_kv
+from harness.attention.window import (
+    capped,
+    first_real,
+    full_bool_mask,
+    masked_softmax,
+    per_head_kv,
+)
 
 __all__ = ["ablate", "apply_priors", "apply_hooks"]
 
@@ -61,21 +67,24 @@ def _visual_columns(prior, batch: int, kv_len: int, device) -> tuple[Any, Any]:
     return vis, val
 
 
-def apply_priors(out, lp, query, key, value, attention_mask, group: int, scale: float) -> None:
-    """Apply each prior of ``lp`` to its heads' rows of ``out``, one pass per prior."""
+def apply_priors(
+    out, lp, query, key, value, attention_mask, group: int, scale: float, softcap=None
+) -> None:
+    """Apply each prior of ``lp`` to its heads' rows of ``out``, one pass per prior.
+
+    The pre-softmax logits a prior mixes into are the model's: softcapped with ``softcap``.
+    """
     by_prior: dict[int, tuple[Any, list[int]]] = {}
     for head, prior in sorted(lp.prior.items()):
         by_prior.setdefault(id(prior), (prior, []))[1].append(head)
     for prior, members in by_prior.values():
-        if prior.semantics == "code":
-            _prior_code(out, prior, members, query, key, value, attention_mask, group, scale)
-        else:
-            _prior_distribution(
-                out, prior, members, query, key, value, attention_mask, group, scale
-            )
+        fn = _prior_code if prior.semantics == "code" else _prior_distribution
+        fn(out, prior, members, query, key, value, attention_mask, group, scale, softcap)
 
 
-def _prior_code(out, prior, members, query, key, value, attention_mask, group, scale) -> None:
+def _prior_code(
+    out, prior, members, query, key, value, attention_mask, group, scale, softcap=None
+) -> None:
     """Paper B code: last row; heads in the quantile band; visual logits → (1−λ)l + λ·prior."""
     import torch
 
@@ -83,6 +92,7 @@ def _prior_code(out, prior, members, query, key, value, attention_mask, group, s
     kv_len = key.shape[2]
     k, v = per_head_kv(key, members, group), per_head_kv(value, members, group)
     logits = (query[:, members, -1:] @ k.transpose(-1, -2)).float() * scale  # [b, h, 1, kv]
+    logits = capped(logits, softcap)
     mask = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)[:, :, -1:]
     vis, val = _visual_columns(prior, batch, kv_len, query.device)
     other = mask & ~vis[:, None, None, :]
@@ -97,7 +107,9 @@ def _prior_code(out, prior, members, query, key, value, attention_mask, group, s
     out[:, -1, members] = torch.where(chosen, new[:, :, 0], old)
 
 
-def _prior_distribution(out, prior, members, query, key, value, attention_mask, group, scale):
+def _prior_distribution(
+    out, prior, members, query, key, value, attention_mask, group, scale, softcap=None
+):
     """Mix log(prior) into visual log-probabilities (weight λ), keeping each row's visual mass.
 
     A row changes when it is not itself a visual token and the mask lets it see every visual
@@ -124,7 +136,7 @@ def _prior_distribution(out, prior, members, query, key, value, attention_mask, 
     chunk = max(1, (1 << 22) // max(1, kv_len * len(members) * batch))  # bounded row memory
     for s in range(start, q_len, chunk):
         e = min(q_len, s + chunk)
-        logits = (query[:, members, s:e] @ k.transpose(-1, -2)).float() * scale
+        logits = capped((query[:, members, s:e] @ k.transpose(-1, -2)).float() * scale, softcap)
         mask = full[:, :, s - start : e - start]
         vmask = mask & vis[:, None, None, :]
         lse_old = logits.masked_fill(~vmask, float("-inf")).logsumexp(-1, keepdim=True)

@@ -142,12 +142,12 @@ def _dense_subset(out, query, key, value, attention_mask, heads: list[int], grou
         out[:, :, qs].transpose(1, 2).copy_(res)
 
 
-def _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel_name):
+def _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel_name, cap):
     kernel = WINDOW_KERNELS[kernel_name]
     for (size, sinks), members in _groups(windows).items():
         if kernel is not window_attention_chunked:  # the reference takes one KV row per head
             k, v = per_head_kv(key, members, group), per_head_kv(value, members, group)
-            res = kernel(query[:, members], k, v, attention_mask, size, sinks, scale)
+            res = kernel(query[:, members], k, v, attention_mask, size, sinks, scale, cap)
             out[:, :, members] = res.transpose(1, 2).to(out.dtype)
             continue
         for qs, ks in _head_batches(members, group):
@@ -171,33 +171,36 @@ def run_layer_plan(
     """Attention for one layer under ``lp``; returns (B, S_q, H, D), None.
 
     ``window_kernel`` is a name of :data:`KERNEL_CHOICES`; flex falls back to ``chunked``
-    where it cannot run, and the kernel that ran is counted (:func:`kernels_used`).
+    where it cannot run, and the kernel that ran is counted (:func:`kernels_used`). With
+    logit softcapping (``kwargs["softcap"]``, Gemma 2) every head is capped: heads without
+    an effect keep the model's own eager call, and windowed, routed and dense-subset heads
+    run the eager ``reference`` kernel (SDPA and flex here cannot cap; counted as such).
     """
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
+    from harness.attention.exact import exact_attention
     from harness.attention.record import record_attention
 
     batch, heads, q_len, dim = query.shape
     group = heads // key.shape[1]
     scale = dim**-0.5 if scaling is None else scaling
+    cap = kwargs.get("softcap")
     windows = {h: w for h, w in lp.window.items() if q_len > 1 or w.in_decode}
     routed, out = None, None  # adaptive routing (prefill only): windowed heads per sample
-    kernel = resolve_window_kernel(window_kernel, query.device)
+    kernel = resolve_window_kernel(window_kernel, query.device) if cap is None else "reference"
     if lp.route is not None and q_len > 1:
         from harness.attention import route as routing
 
         args = (lp.route, module.layer_idx, query, key)
         if kernel == "reference":
-            out, routed = routing.routed_attention_reference(*args, value, attention_mask, scale)
+            out, routed = routing.routed_attention_reference(
+                *args, value, attention_mask, scale, cap
+            )
         else:
             routed = routing.select_windowed(*args, attention_mask, scale)
     for spec in lp.record:
         seen = windows if routed is None else _routed_windows(lp.route, routed)
-        record_attention(spec, module.layer_idx, query, key, attention_mask, scale, seen)
+        record_attention(spec, module.layer_idx, query, key, attention_mask, scale, seen, cap)
     if not lp.changes_output:
-        return sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
-        )
+        return exact_attention(module, query, key, value, attention_mask, dropout, scaling, kwargs)
     # Zero/mean-ablated heads are never computed: their output is overwritten anyway.
     skip = {h for h, a in lp.ablate.items() if a.mode in ("zero", "mean")}
     if out is not None:  # the routed eager reference computed every head
@@ -206,7 +209,8 @@ def run_layer_plan(
         win = Window(lp.route.size, lp.route.sinks)
         for rows, members in routing.group_rows(routed).items():
             qkvm = _rows(rows, query, key, value, attention_mask)
-            res, ran = _mixed(*qkvm, dict.fromkeys(members, win), skip, group, scale, kernel)
+            wins = dict.fromkeys(members, win)
+            res, ran = _mixed(*qkvm, wins, skip, group, scale, kernel, cap)
             _USED[ran] = _USED.get(ran, 0) + 1
             if len(rows) == batch:
                 out = res
@@ -214,26 +218,29 @@ def run_layer_plan(
                 out = query.new_empty(batch, q_len, heads, value.shape[-1]) if out is None else out
                 out[list(rows)] = res
     elif not windows:  # also a route that kept every head: HF's exact call
-        out, _ = sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        out, _ = exact_attention(
+            module, query, key, value, attention_mask, dropout, scaling, kwargs
         )
     else:
-        out, kernel = _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel)
+        args = (query, key, value, attention_mask, windows, skip, group, scale)
+        out, kernel = _mixed(*args, kernel, cap)
         _USED[kernel] = _USED.get(kernel, 0) + 1
     if lp.ablate:
         ablate(out, lp, query, key, value, attention_mask, group)
     if lp.prior:
-        apply_priors(out, lp, query, key, value, attention_mask, group, scale)
+        apply_priors(out, lp, query, key, value, attention_mask, group, scale, cap)
     if lp.hooks:
         apply_hooks(out, lp, module.layer_idx, key.shape[2] - q_len, attention_mask)
     return out, None
 
 
-def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel) -> tuple:
+def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel, cap) -> tuple:
     """(B, S, H, D) output of dense and windowed heads, and the window kernel that ran.
 
     Flex computes every head in one call where it can; otherwise dense heads (all but
-    ``windows`` and ``skip``) go through SDPA and windowed heads through ``kernel``.
+    ``windows`` and ``skip``) go through SDPA and windowed heads through ``kernel``. With a
+    softcap ``cap`` (kernel ``reference`` then), dense heads are the eager reference with a
+    window longer than the keys.
     """
     if kernel in FLEX_KERNELS:
         out = _flex_layer(query, key, value, attention_mask, windows, scale, kernel)
@@ -244,9 +251,12 @@ def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kerne
     batch, heads, q_len, _ = query.shape
     out = query.new_empty(batch, q_len, heads, value.shape[-1])
     dense = [h for h in range(heads) if h not in windows and h not in skip]
-    if dense:
+    if dense and cap is not None:
+        full = dict.fromkeys(dense, Window(key.shape[2] + 1))
+        _windowed(out, query, key, value, attention_mask, full, group, scale, kernel, cap)
+    elif dense:
         _dense_subset(out, query, key, value, attention_mask, dense, group, scale)
-    _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel)
+    _windowed(out, query, key, value, attention_mask, windows, group, scale, kernel, cap)
     return out, kernel
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.attention.window import first_real, full_bool_mask, masked_softmax
+from harness.attention.window import capped, first_real, full_bool_mask, masked_softmax
 
 if TYPE_CHECKING:
     import torch
@@ -27,11 +27,13 @@ def record_attention(
     attention_mask: torch.Tensor | None,
     scale: float,
     windows: dict[int, Window],
+    softcap: float | None = None,
 ) -> None:
     """Compute and store one layer's record (skips calls that lack the requested rows).
 
     The recorded attention is the head's learned attention (before ablation or priors), with
-    its sliding window applied when the head is windowed in this call.
+    its sliding window applied when the head is windowed in this call, and its logits
+    softcapped when the model caps them (``softcap``, Gemma 2).
     """
     import torch
 
@@ -54,7 +56,7 @@ def record_attention(
     mask = full.gather(2, idx[:, None, :, None].expand(batch, 1, n, kv_len))
     if windows:
         mask = mask & _window_rows(windows, heads, idx + offset, attention_mask, kv_len)
-    probs = masked_softmax(logits.float(), mask)
+    probs = masked_softmax(capped(logits.float(), softcap), mask)
     cols = _fit(spec.key_mask, kv_len).to(query.device, torch.float32)
     mass = (probs * cols[:, None, None, :]).sum(-1)  # [batch, head, q_row]
     mean = (mass * valid[:, None, :]).sum(-1) / counts.clamp(min=1)[:, None]

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.attention.window import (
+    capped,
     first_real,
     full_bool_mask,
     masked_softmax,
@@ -260,14 +261,15 @@ def group_rows(windowed: list[tuple[int, ...]]) -> dict[tuple[int, ...], tuple[i
 
 
 def routed_attention_reference(
-    route: Route, layer: int, query, key, value, attention_mask, scale: float
+    route: Route, layer: int, query, key, value, attention_mask, scale: float, softcap=None
 ) -> tuple[torch.Tensor, list[tuple[int, ...]]]:
     """Eager reference of a routed layer: returns ((B, S_q, H, D), windowed heads per sample).
 
     Materialises the full probability matrix, scores every head from it, ranks with Python's
     ``sorted`` (the fast path uses a stable torch sort), and computes kept heads as
     ``softmax(QKᵀ) V`` and windowed heads with
-    :func:`~harness.attention.window.window_attention_reference`.
+    :func:`~harness.attention.window.window_attention_reference` (logits softcapped with
+    ``softcap``: the dispatch runs this for every routed call of a softcapped model).
     """
     batch, heads, q_len, _ = query.shape
     kv_len = key.shape[2]
@@ -275,7 +277,7 @@ def routed_attention_reference(
     k = key.repeat_interleave(group, 1)
     v = value.repeat_interleave(group, 1)
     mask = full_bool_mask(attention_mask, batch, q_len, kv_len, query.device)
-    probs = masked_softmax((query @ k.transpose(-1, -2)).float() * scale, mask)
+    probs = masked_softmax(capped((query @ k.transpose(-1, -2)).float() * scale, softcap), mask)
     visual = _visual_keys(route, batch, kv_len, query.device)
     scores, fallback = route_scores_reference(route, probs, attention_mask, visual)
     out = (probs @ v.float()).to(query.dtype).transpose(1, 2).clone()  # [b, s, h, d]
@@ -292,7 +294,7 @@ def routed_attention_reference(
             res = window_attention_reference(
                 query[b : b + 1, skip], k[b : b + 1, skip], v[b : b + 1, skip],
                 None if attention_mask is None else attention_mask[b : b + 1],
-                route.size, route.sinks, scale,
+                route.size, route.sinks, scale, softcap,
             )  # fmt: skip
             out[b, :, skip] = res[0].transpose(0, 1).to(out.dtype)
     if route.log is not None:

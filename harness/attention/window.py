@@ -30,6 +30,7 @@ __all__ = [
     "full_bool_mask",
     "first_real",
     "keys_ahead",
+    "capped",
     "masked_softmax",
     "per_head_kv",
     "window_mask",
@@ -102,6 +103,15 @@ def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
 _AHEAD: dict[tuple, tuple] = {}
 
 
+def capped(logits: torch.Tensor, softcap: float | None) -> torch.Tensor:
+    """Logit softcapping as HF's eager attention does it (Gemma 2): c · tanh(logits / c)."""
+    import torch
+
+    if softcap is None:
+        return logits
+    return torch.tanh(logits / softcap) * softcap
+
+
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim where ``mask``; rows with no True give zeros (like SDPA)."""
     import torch
@@ -140,13 +150,17 @@ def window_attention_reference(
     size: int,
     sinks: int = 0,
     scale: float | None = None,
+    softcap: float | None = None,
 ) -> torch.Tensor:
-    """Eager reference: explicit logits, full mask, masked softmax. Returns (B, h, S_q, D)."""
+    """Eager reference: explicit logits, full mask, masked softmax. Returns (B, h, S_q, D).
+
+    ``softcap`` caps the logits as HF's eager attention does (Gemma 2).
+    """
     batch, _, q_len, dim = q.shape
     kv_len = k.shape[2]
     scale = dim**-0.5 if scale is None else scale
     mask = window_mask(attention_mask, batch, q_len, kv_len, size, sinks, q.device)
-    logits = (q @ k.transpose(-1, -2)) * scale  # [batch, head, q_pos, k_pos]
+    logits = capped((q @ k.transpose(-1, -2)) * scale, softcap)  # [batch, head, q_pos, k_pos]
     return masked_softmax(logits, mask) @ v
 
 

@@ -237,3 +237,56 @@ def image_inputs(
     if kind in ("gemma3", "paligemma"):
         out["token_type_ids"] = types
     return out
+
+
+def use_eager_reference(model, windows: dict | None = None) -> None:
+    """Run the text decoder on its own ``eager_attention_forward`` with narrowed masks.
+
+    The masked eager reference of a window plan: each layer calls the eager attention of the
+    model's modeling module (softcapping and all) with HF's mask, where every head listed in
+    ``windows`` (``Head`` → ``Window``) gets :func:`harness.attention.window.window_mask` of
+    that mask instead. A None mask is the module's default (causal, or none when
+    ``is_causal`` is False).
+    """
+    import sys
+
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import sdpa_mask
+
+    from harness.attention.window import window_mask
+
+    windows = windows or {}
+
+    def attention(module, query, key, value, mask, dropout=0.0, scaling=None, **kwargs):
+        eager = sys.modules[type(module).__module__].eager_attention_forward
+        batch, heads, q_len, _ = query.shape
+        kv_len = key.shape[2]
+        if mask is None:
+            mask = torch.ones(batch, 1, q_len, kv_len, dtype=torch.bool)
+            if module.is_causal:
+                mask = torch.ones(q_len, kv_len, dtype=torch.bool).tril(kv_len - q_len)[None, None]
+        per_head = mask.expand(batch, 1, q_len, kv_len).repeat(1, heads, 1, 1)
+        for head in range(heads):
+            win = windows.get(_head(module.layer_idx, head))
+            if win is not None and (q_len > 1 or win.in_decode):
+                narrowed = window_mask(mask, batch, q_len, kv_len, win.size, win.sinks)
+                per_head[:, head] = narrowed[:, 0]
+        additive = torch.zeros(per_head.shape, dtype=query.dtype)
+        additive = additive.masked_fill(~per_head, torch.finfo(query.dtype).min)
+        return eager(
+            module, query, key, value, additive, dropout=dropout, scaling=scaling, **kwargs
+        )
+
+    AttentionInterface.register("tiny_eager_reference", attention)
+    AttentionMaskInterface.register("tiny_eager_reference", sdpa_mask)
+    impl = {"text_config": "tiny_eager_reference"}
+    for name in model.config.sub_configs:
+        if name != "text_config":
+            impl[name] = "eager"
+    model.set_attn_implementation(impl)
+
+
+def _head(layer, head):
+    from harness.api.heads import Head
+
+    return Head(layer, head)

@@ -177,3 +177,81 @@ def test_a_none_mask_on_a_non_causal_decoder_means_no_mask():
         assert (logits(model, inp, wide) - dense).abs().max() <= 2e-5
         narrow = Plan.build(window=dict.fromkeys(heads, Window(3)))
         assert (logits(model, inp, narrow) - dense).abs().max() > 1e-3  # the plan ran
+
+
+SOFTCAPPED = {**BUILDS, "paligemma2": (lambda: tiny.paligemma("gemma2"), 16, {"suffix": 3})}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTCAPPED))
+@pytest.mark.parametrize("kernel", ["auto", "reference"])
+def test_windows_equal_the_models_own_eager_attention_with_the_window_mask(name, kernel):
+    """The masked eager reference: each model's eager_attention_forward, windowed heads'
+    masks narrowed (PaliGemma 2 caps its logits: softcap passes through every path)."""
+    build, n_image, kw = SOFTCAPPED[name]
+    model = build()
+    inp = tiny.image_inputs(model, n_image, pads=PADS, seed=3, **{"text_before": 13, **kw})
+    layers = model.config.get_text_config().num_hidden_layers
+    windows = {Head(la, h): Window(3 + h, h % 2) for la in range(layers) for h in (0, 1, 3)}
+    ref_model = build()
+    tiny.use_eager_reference(ref_model, windows)
+    ref = logits(ref_model, inp)
+    tiny.use_eager_reference(ref_model)
+    dense = logits(ref_model, inp)
+    use_dispatch(model)
+    assert maxdiff(logits(model, inp, Plan()), dense, inp) <= 1e-4
+    set_window_kernel(kernel)
+    out = logits(model, inp, Plan.build(window=windows))
+    assert maxdiff(ref, dense, inp) > 1e-3  # windows bite
+    assert maxdiff(out, ref, inp) <= 5e-5
+
+
+def test_recorded_ram_of_a_softcapped_model_equals_eager_attentions():
+    model = tiny.paligemma("gemma2")
+    inp = tiny.image_inputs(model, 16, pads=PADS, seed=4, suffix=3)
+    eager = tiny.paligemma("gemma2")
+    eager.set_attn_implementation("eager")
+    use_dispatch(model)
+    image = inp["input_ids"] == tiny.IMAGE
+    qmask = torch.zeros_like(image)
+    qmask[:, -4:] = True
+    rec = AttentionRecorder()
+    plan = Plan.build(record=RecordSpec(rec, qmask, image, keep_rows=True), record_layers=range(4))
+    assert torch.equal(logits(model, inp, plan), logits(model, inp))
+    with torch.no_grad():
+        att = eager(**inp, output_attentions=True).attentions
+    for layer in range(4):
+        probs = att[layer][:, :, -4:]
+        assert (rec.rows[layer] - probs).abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize("semantics", ["code", "distribution"])
+def test_a_prior_with_lambda_zero_leaves_a_softcapped_model_unchanged(semantics):
+    """λ = 0 recomputes the prior heads' rows from the model's own (capped) logits."""
+    from harness.attention.dispatch import VisualPrior
+
+    model = tiny.paligemma("gemma2")
+    inp = tiny.image_inputs(model, 16, pads=PADS, seed=6, suffix=3)
+    use_dispatch(model)
+    image = inp["input_ids"] == tiny.IMAGE
+    keys = torch.stack([row.nonzero()[:, 0] for row in image])
+    prior = VisualPrior(keys, torch.full(keys.shape, 1 / keys.shape[1]), semantics, lam=0.0)
+    plan = Plan.build(prior={Head(la, h): prior for la in range(4) for h in range(4)})
+    assert maxdiff(logits(model, inp, plan), logits(model, inp), inp) <= 1e-5
+    lam1 = VisualPrior(keys, prior.prior, semantics, lam=1.0)
+    plan1 = Plan.build(prior={Head(la, h): lam1 for la in range(4) for h in range(4)})
+    assert maxdiff(logits(model, inp, plan1), logits(model, inp), inp) > 1e-4  # it runs
+
+
+def test_a_plan_refuses_kwargs_it_cannot_honour():
+    from types import SimpleNamespace
+
+    from harness.attention.dispatch import headscope_attention
+    from harness.attention.plan import LayerPlan
+
+    q, k, v = (torch.randn(1, 2, 5, 8) for _ in range(3))
+    module = SimpleNamespace(layer_idx=3, is_causal=True, num_key_value_groups=1)
+    out, _ = headscope_attention(module, q, k, v, None, s_aux=torch.zeros(2))  # no plan: HF's
+    assert out.shape == (1, 5, 2, 8)
+    module._headscope_layer_plan = LayerPlan(ablate={0: Ablation("zero")})
+    with pytest.raises(ValueError, match="layer 3.*'s_aux'"):
+        headscope_attention(module, q, k, v, None, s_aux=torch.zeros(2))
