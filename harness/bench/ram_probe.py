@@ -178,7 +178,14 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="weights and inputs seed")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--output", default=None, help="also write the JSON object to this file")
+    p.add_argument(
+        "--output",
+        "--output_path",
+        "--output-path",
+        dest="output",
+        default=None,
+        help="also write the JSON object to this file",
+    )
     args = p.parse_args(argv)
     refuse_missing_device(p, args.device)
     doc = run_bench(

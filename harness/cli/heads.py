@@ -62,7 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _source_arguments(p, many=False)
         p.add_argument("--k", type=int, default=None, help="select the top K heads by score")
         p.add_argument("--name", default=None, help="the set's label in tables")
-        p.add_argument("--output", "-o", required=True, metavar="FILE", help="the .json to write")
+        p.add_argument(
+            "--output",
+            "--output_path",
+            "--output-path",
+            "-o",
+            dest="output",
+            required=True,
+            metavar="FILE",
+            help="the .json to write",
+        )
         add_logging_arguments(p)
     p = sub.add_parser("compare", help="Spearman ρ over scores, Jaccard and overlap at k")
     _source_arguments(p, many=True)

@@ -1,8 +1,9 @@
 """One flag vocabulary: docs/reference.md's table of flags × subcommands equals the parsers.
 
 Each row is one concept with its spellings (the lmms-eval underscore alias beside the dashed
-one); a ✓ says the subcommand takes every spelling, an empty cell that it takes none. The
-``bench`` column's ✓ means every benchmark. Every flag that two subcommands share is a row.
+one); a ✓ says the subcommand takes every spelling, an empty cell that it does not. For
+``bench`` and ``heads`` a ✓ means every benchmark or action. Every flag that two subcommands
+share is a row.
 """
 
 import argparse
@@ -60,20 +61,35 @@ def _bench_flags(name: str) -> set[str]:
     return set(re.findall(r"(--[a-z][a-z0-9_-]*)", _help(["bench", name, "--help"])))
 
 
+def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser] | None:
+    """The action parsers of a subcommand with actions (``heads export``...), else None."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return None
+
+
+def _flag_sets(command: str, parser: argparse.ArgumentParser) -> list[set[str]]:
+    """The flags of ``command``, or of each of its benchmarks or actions."""
+    if command == "bench":
+        return [_bench_flags(b) for b in BENCHES]
+    actions = _actions(parser)
+    parsers = list(actions.values()) if actions else [parser]
+    return [{f for option in _listed(p) for f in option} for p in parsers]
+
+
 def test_the_table_is_the_parsers():
     columns, rows = _table()
     subs = _subparsers()
     assert set(columns) == set(subs)
     for spellings, ticked in rows:
         for command in columns:
-            if command == "bench":
-                on_all = all(set(spellings) <= _bench_flags(b) for b in BENCHES)
-                assert on_all == (command in ticked), (spellings, "every bench")
-                continue
-            flags = {f for option in _listed(subs[command]) for f in option}
-            have = [f in flags for f in spellings]
-            assert all(have) or not any(have), (command, spellings, "partly")
-            assert all(have) == (command in ticked), (command, spellings)
+            sets = _flag_sets(command, subs[command])
+            for flags in sets:
+                have = [f in flags for f in spellings]
+                assert all(have) or not any(have), (command, spellings, "partly")
+            on_all = all(set(spellings) <= flags for flags in sets)
+            assert on_all == (command in ticked), (command, spellings)
 
 
 def test_every_shared_flag_is_a_row_with_all_its_spellings():
