@@ -8,7 +8,9 @@ A cell is one (task with its args, intervention with its args). Its log's name m
 - stay the same when the output directory or a ranking file is moved or reached through another
   path, so that a resumed or relocated run finds its logs: a file-path argument enters the name
   by its base name and a hash of the file's content (``ranking.json-1a2b3c4d``), never by its
-  absolute path; a directory argument (a task's data folder) by its base name only;
+  absolute path; a head-set folder (a DuoAttention pattern, a rank folder:
+  :func:`harness.schema.headset_readers.folder_files`) by its base name and a hash of the files
+  read from it; any other directory argument (a task's data folder) by its base name only;
 - be readable and filesystem-safe: ``<task>[<args>]__<intervention>_<args>.jsonl``; a part
   that had to be changed to be safe, or is longer than :data:`MAX_PART`, ends with a hash.
 
@@ -71,10 +73,27 @@ def _looks_like_path(key: str, value: Any) -> bool:
     return value.startswith(("/", "./", "../", "~")) or "\\" in value
 
 
+def _digest(path: Path) -> str | None:
+    """Hash of what is read from ``path`` (a file, a head-set folder's files); else None."""
+    if path.is_file():
+        return _sha(path.read_bytes())
+    if not path.is_dir():
+        return None
+    from harness.schema.headset_readers import folder_files
+
+    files = folder_files(path)
+    if not files:
+        return None
+    return _sha(
+        b"\0".join(f.relative_to(path).as_posix().encode() + b"\0" + f.read_bytes() for f in files)
+    )
+
+
 def _portable(value: str) -> str:
     path = Path(value).expanduser()
-    if path.is_file():
-        return f"{path.name}-{_sha(path.read_bytes())}"
+    digest = _digest(path)
+    if digest is not None:
+        return f"{path.name}-{digest}"
     return path.name or value
 
 
@@ -185,7 +204,7 @@ def save_resolved(out: Path, samples_file: str, resolved: dict[str, Any]) -> Non
 
 
 def file_hashes(args: dict[str, Any], keys: Any = None) -> dict[str, str | None]:
-    """``key → content hash`` of the file-path arguments in ``args``.
+    """``key → content hash`` of the file-path arguments in ``args`` (head-set folders too).
 
     Args:
         args: Arguments of a task or intervention.
@@ -196,11 +215,9 @@ def file_hashes(args: dict[str, Any], keys: Any = None) -> dict[str, str | None]
     for key, value in args.items():
         if keys is not None and key not in keys or not _looks_like_path(key, value):
             continue
-        path = Path(value).expanduser()
-        if path.is_file():
-            out[key] = _sha(path.read_bytes())
-        elif keys is not None:
-            out[key] = None
+        digest = _digest(Path(value).expanduser())
+        if digest is not None or keys is not None:
+            out[key] = digest
     return out
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "read_head_set",
     "detect_format",
     "duo_selected",
+    "folder_files",
 ]
 
 #: Formats ``read_head_set`` takes by name (``auto`` recognises them).
@@ -269,6 +270,20 @@ def head_set_from_results(path: str | os.PathLike, cell: str) -> HeadSet:
         selected=tuple(Head.parse(h) for h in heads),
         source={"kind": "intervention", "file": os.fspath(path), "cell": cell},
     )
+
+
+def folder_files(path: Path) -> list[Path]:
+    """The files a head set given as the folder ``path`` is read from ([] if none is there).
+
+    A DuoAttention pattern folder: its ``full_attention_heads.tsv`` (and ``config.json``); a
+    run or rank folder: its ``ranking.json`` (else ``rank/ranking.json``). The same choice as
+    :func:`detect_format` and :func:`read_head_set` make, so that a run can name a cell by
+    the content it reads (:func:`harness.run.cells.file_hashes`).
+    """
+    tsv = path / "full_attention_heads.tsv"
+    if tsv.is_file():
+        return [f for f in (tsv, path / "config.json") if f.is_file()]
+    return [f for f in (path / "ranking.json", path / "rank/ranking.json") if f.is_file()][:1]
 
 
 def detect_format(path: Path) -> str:

@@ -95,3 +95,26 @@ def test_a_moved_output_directory_resumes_from_its_logs(tmp_path):
     adapter = ScriptedAdapter(correct_on_even)
     res = run_grid(spec(tmp_path / "b"), adapter)
     assert adapter.calls == [] and res.entries[0].n_samples == 4
+
+
+def test_a_head_set_folder_is_named_and_checked_by_the_files_read_from_it(tmp_path):
+    from harness.run.cells import file_hashes, samples_filename
+
+    duo = tmp_path / "duo"
+    duo.mkdir()
+    (duo / "full_attention_heads.tsv").write_text("1\t0\n0\t1\n")
+    args = {"select": "top", "k": 1, "ranking": str(duo)}
+    name, hashes = samples_filename("t", "ablate", None, args), file_hashes(args)
+    (duo / "notes.txt").write_text("not read")  # a file the reader never opens
+    assert samples_filename("t", "ablate", None, args) == name
+    assert file_hashes(args, keys=hashes) == hashes
+    (duo / "config.json").write_text('{"sink_size": 4}')  # read beside the pattern
+    assert file_hashes(args, keys=hashes) != hashes
+    renamed = samples_filename("t", "ablate", None, args)
+    assert renamed != name
+    moved = tmp_path / "elsewhere" / "duo"
+    shutil.move(duo, moved)  # a moved folder keeps its cells' names
+    assert samples_filename("t", "ablate", None, {**args, "ranking": str(moved)}) == renamed
+    data = tmp_path / "data"  # a task's data folder: by its base name, as before
+    data.mkdir()
+    assert samples_filename("t", "none", {"data_dir": str(data)}) == "t[data_dir=data]__none.jsonl"

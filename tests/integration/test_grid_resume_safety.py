@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -117,3 +118,51 @@ def test_a_moved_output_directory_resumes(tmp_path, toy):
     moved = {**ablate, "ranking": str(tmp_path / "b" / "ranking.json")}
     res = run_grid(_spec(tmp_path / "b" / "run", [InterventionSpec("ablate", moved)]), toy)
     assert res.entries[0].n_samples == 2
+
+
+def _duo_pattern(folder, toy, seed):
+    g = toy.geometry
+    folder.mkdir(exist_ok=True)
+    gates = np.random.default_rng(seed).random((g.num_layers, g.num_kv_heads))
+    np.savetxt(folder / "full_attention_heads.tsv", gates, delimiter="\t")
+
+
+def test_a_head_set_folder_changed_between_kill_and_resume_starts_a_new_log(
+    tmp_path, toy, monkeypatch
+):
+    """Before: the folder entered the log's name by its base name only, so the resumed cell
+    appended rows of the new head set to rows of the old one (3 of 8 rows mixed)."""
+    from harness.run import sample_major
+
+    duo = tmp_path / "duo"
+    _duo_pattern(duo, toy, seed=0)
+    ablate = InterventionSpec("ablate", {"select": "top", "k": 2, "ranking": str(duo)})
+    spec = RunSpec(
+        model=ModelSpec("toy"),
+        tasks=(TaskSpec("pope_mini", args={"n": 8}),),
+        interventions=(ablate,),
+        batch_size=3,
+        output=str(tmp_path / "run"),
+    )
+    real = sample_major.log_generations
+
+    def killed_after_one_batch(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(sample_major, "log_generations", killed_after_one_batch)
+        with pytest.raises(KeyboardInterrupt):
+            run_grid(spec, toy)
+    (first,) = (tmp_path / "run" / "samples").glob("*.jsonl")
+    assert len(first.read_text().splitlines()) == 3
+    _duo_pattern(duo, toy, seed=1)  # ranked again before the resume, with other heads
+    res = run_grid(spec, toy)
+    (entry,) = res.entries
+    assert entry.samples_file != f"samples/{first.name}"
+    assert len(first.read_text().splitlines()) == 3  # the old head set's rows stay apart
+    log = tmp_path / "run" / entry.samples_file
+    assert len(log.read_text().splitlines()) == 8 and entry.n_samples == 8
+    clean = run_grid(replace(spec, output=str(tmp_path / "clean")), toy)
+    assert entry.intervention_resolved["heads"] == clean.entries[0].intervention_resolved["heads"]
+    assert entry.metrics == clean.entries[0].metrics  # every row made with the new head set
