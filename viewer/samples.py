@@ -11,14 +11,17 @@ non-boolean score of the row (``tIoU`` for a task whose primary metric is ``m_tI
 used is recorded per column. It is *correct* when that score is ≥ :data:`CORRECT_AT`, for a
 higher-is-better metric whose scores lie in [0, 1]; otherwise correctness is unknown.
 
-Two files per task feed the pages: the *table* (compact: ids, search text, scores and a
-correctness string per sample — what the list and its filters read) and *chunks* of
+Two files per task feed the pages: the *table* (compact: ids, the part of the prompt that
+differs between samples, search text, scores, a correctness string, each cell's reply cut to
+:data:`REPLY` characters and, for a random-draw column, how many draws were right — what the
+list and its filters read) and *chunks* of
 :data:`CHUNK` samples with everything else (prompts, every reply with all its scores).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,8 @@ CORRECT_AT = 0.5
 CHUNK = 50
 #: Characters of each text piece kept in the search text.
 SEARCH_PIECE = 300
+#: Characters of a reply kept in the samples list (the sample page shows it whole).
+REPLY = 48
 #: Row fields that are not task-specific extras.
 _ROW_KEYS = ("doc_id", "prompt", "output", "timing", "scores", "error", "skipped")
 
@@ -178,6 +183,8 @@ def task_samples(
     key_seen: list[set[str]] = [set() for _ in columns]
     for doc_id in order:
         marks, scores, replies, prompts, texts = [], [], [], {}, [str(doc_id)]
+        short: list[str | None] = []
+        right: list[str | None] = []
         extras: dict[str, Any] = {}
         for col, draws, ids in zip(columns, per_column, draw_ids):
             got = [rows.get(doc_id) for rows in draws]
@@ -199,15 +206,19 @@ def task_samples(
             marks.append(correct_mark(score, col["higher_is_better"], bounded))
             scores.append(None if score is None else round(score, 4))
             replies.append(reps)
+            short.append(_short(reps[0].get("error") or reps[0]["output"], REPLY) if reps else None)
+            right.append(_draws_right(values, col) if col["draws"] else None)
         target = extras.get("target")
         texts += [p[:SEARCH_PIECE] for p in prompts] + [str(target)[:SEARCH_PIECE]]
         samples.append(
             {
                 "id": doc_id,
-                "prompt": next(iter(prompts), "")[:160],
+                "prompt": next(iter(prompts), ""),
                 "target": _short(target),
                 "s": scores,
                 "c": "".join(marks),
+                "r": short,
+                "k": right,
                 "text": " \u2502 ".join(dict.fromkeys(texts)).lower(),
             }
         )
@@ -221,9 +232,13 @@ def task_samples(
         )
     for col, keys in zip(columns, key_seen):
         col["score_key"] = ", ".join(sorted(keys)) or None
+    shared = shared_prompt([s["prompt"] for s in samples])
+    for sample in samples:
+        sample["prompt"] = differing(sample["prompt"], shared)
     table = {
         "task": task,
         "columns": columns,
+        "prompt_shared": {"prefix": shared[0], "suffix": shared[1]},
         "samples": samples,
         "chunk_size": CHUNK,
         "correct_at": CORRECT_AT,
@@ -236,6 +251,35 @@ def task_samples(
         "model": dict(first.run.results.model or {}),
     }
     return TaskSamples(task, table, chunks, source)
+
+
+def shared_prompt(prompts: Sequence[str]) -> tuple[str, str]:
+    """The prefix and suffix every prompt shares, cut at word boundaries (none for < 2)."""
+    if len(prompts) < 2:
+        return "", ""
+    prefix = os.path.commonprefix(list(prompts))
+    if not all(len(p) == len(prefix) or p[len(prefix)].isspace() for p in prompts):
+        prefix = prefix[: max(prefix.rfind(" "), prefix.rfind("\n")) + 1]
+    rest = [p[len(prefix) :] for p in prompts]
+    suffix = os.path.commonprefix([r[::-1] for r in rest])[::-1]
+    if suffix and not all(len(r) == len(suffix) or not r[-len(suffix) - 1].isalnum() for r in rest):
+        cut = [i for i, ch in enumerate(suffix) if not ch.isalnum()]
+        suffix = suffix[cut[0] :] if cut else ""
+    return prefix, suffix
+
+
+def differing(prompt: str, shared: tuple[str, str]) -> str:
+    """The part of ``prompt`` between the shared prefix and suffix, ``…`` where cut."""
+    prefix, suffix = shared
+    middle = prompt[len(prefix) : len(prompt) - len(suffix)].strip()
+    return ("…" if prefix else "") + _short(middle, 160) + ("…" if suffix.strip() else "")
+
+
+def _draws_right(values: list[float], col: dict[str, Any]) -> str | None:
+    """``"right/draws"`` of a random-draw cell (None when correctness is unknown)."""
+    if not values or not col["higher_is_better"] or not all(0.0 <= v <= 1.0 for v in values):
+        return None
+    return f"{sum(v >= CORRECT_AT for v in values)}/{len(values)}"
 
 
 def _reply(row: dict[str, Any], draw: Any) -> dict[str, Any]:

@@ -243,6 +243,30 @@ def test_samples_filters_search_and_pages(driver, site):
     assert console_errors(driver) == []
 
 
+def test_samples_list_shows_what_differs_replies_and_draws(driver, site):
+    table = _table(site[1])
+    _open(driver, site, f"samples.html#task={TASK}")
+    cols = table["columns"]
+    base = next(c["id"] for c in cols if c["baseline"])
+    rand = next(c["id"] for c in cols if c["draws"])
+    first = driver.find_element("css selector", "#sample-list tbody tr")
+    cells = first.find_elements("css selector", "td")
+    sample = table["samples"][0]
+    assert cells[1].text == sample["prompt"] and cells[1].text.startswith("…")
+    assert "Is there a " in driver.find_element("id", "shared-prompt").text
+    marks = first.find_elements("css selector", "td.mark")
+    assert marks[rand].text == sample["k"][rand] and "/" in marks[rand].text
+    assert f"reply: {sample['r'][base]}" in marks[base].get_attribute("title")
+    assert cells[-1].text == sample["r"][base]  # the reply column shows the baseline's
+    from selenium.webdriver.support.ui import Select
+
+    top = next(c["id"] for c in cols if "select=top" in c["label"])
+    Select(driver.find_element("id", "reply-col")).select_by_value(str(top))
+    first = driver.find_element("css selector", "#sample-list tbody tr")
+    assert first.find_elements("css selector", "td")[-1].text == sample["r"][top]
+    assert console_errors(driver) == []
+
+
 def test_sample_page(driver, site):
     table = _table(site[1])
     _open(driver, site, f"samples.html#task={TASK}")

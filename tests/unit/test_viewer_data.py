@@ -18,7 +18,7 @@ from harness.schema.results import load_results
 from harness.schema.samples import SampleLog  # noqa: E402
 from harness.testing.job_dirs import fixture_cells, write_fixture_job  # noqa: E402
 from viewer.collect import collect  # noqa: E402
-from viewer.samples import CORRECT_AT, correct_mark, score_of  # noqa: E402
+from viewer.samples import CORRECT_AT, correct_mark, differing, score_of, shared_prompt  # noqa: E402
 from viewer.site import MARKER, build_site  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +90,44 @@ def test_sample_table_matches_the_logs(job, data):
         assert detail["fields"] == {"target": "yes"}
     assert checked == 12 * 4
     assert sum(len(c["samples"]) for c in ts.chunks) == 12
+
+
+def test_the_list_shows_the_part_of_the_prompt_that_differs():
+    ref = "Please provide the bounding box coordinate of the region this sentence describes: "
+    prompts = [ref + "the black triangle.", ref + "the blue circle.", ref + "a red square."]
+    shared = shared_prompt(prompts)
+    assert shared == (ref, ".")
+    assert [differing(p, shared) for p in prompts] == [
+        "…the black triangle…",
+        "…the blue circle…",
+        "…a red square…",
+    ]
+    # cut at word boundaries, never inside a word
+    pope = ["Is there a yak in the image?", "Is there a yellow square in the image?"]
+    assert shared_prompt(pope) == ("Is there a ", " in the image?")
+    assert shared_prompt(["the cat.", "the cart."]) == ("the ", ".")
+    assert shared_prompt(["one prompt"]) == ("", "")
+    assert (
+        differing("x" * 300, ("", "")).endswith("…") and len(differing("x" * 300, ("", ""))) == 160
+    )
+
+
+def test_cells_carry_their_reply_and_random_draws_how_many_were_right(job, data):
+    (ts,) = [t for t in data.tasks if t.task == "refcocog_mini"]
+    results = load_results(job / "accuracy")
+    draws = [e for e in results.entries if e.task == "refcocog_mini" and "random" in e.intervention]
+    (col,) = [c["id"] for c in ts.table["columns"] if c["draws"]]
+    (base,) = [c["id"] for c in ts.table["columns"] if c["baseline"]]
+    base_entry = next(
+        e for e in results.entries if e.task == "refcocog_mini" and e.intervention == "none"
+    )
+    for sample in ts.table["samples"]:
+        right = sum(_rows(job, e)[sample["id"]]["scores"]["accuracy"] >= CORRECT_AT for e in draws)
+        assert sample["k"][col] == f"{right}/{len(draws)}"
+        assert sample["k"][base] is None
+        assert sample["r"][base] == _rows(job, base_entry)[sample["id"]]["output"]
+        assert sample["prompt"].startswith("…")  # "Is there a " is shared
+    assert ts.table["prompt_shared"]["prefix"] == "Is there a "
 
 
 def test_search_text_holds_prompt_and_replies(data):

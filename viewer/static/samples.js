@@ -85,7 +85,7 @@
       select.value = f[c.id] || "";
       body.appendChild(HS.el("tr", {}, [
         HS.el("td", { text: "#" + (c.id + 1) }),
-        HS.el("td", { text: c.title + (c.draws ? " — score: mean over draws" : "") }),
+        HS.el("td", { text: c.title + (c.draws ? " — score: mean over draws; a cell shows how many draws were right" : "") }),
         HS.el("td", { text: c.score_key || "—" }),
         HS.el("td", { class: "num", text: n ? ok + "/" + n : "—" }),
         HS.el("td", {}, [select]),
@@ -102,12 +102,25 @@
     document.getElementById("rule").textContent = "Correct: the sample's per-sample score (the task's primary metric, or the first numeric score of its row) is ≥ " + table.correct_at + " (higher-is-better metrics in [0, 1]; else unknown).";
   }
 
+  /* The reply column shows one intervention's replies (default: the baseline). */
+  var showReplies = true;
+  var replyCol = 0;
+
   function header() {
-    var row = HS.el("tr", {}, [HS.el("th", { text: "doc id" }), HS.el("th", { text: "prompt" }), HS.el("th", { text: "target" })]);
+    var row = HS.el("tr", {}, [HS.el("th", { text: "doc id" }), HS.el("th", { text: "prompt (the part that differs)" }), HS.el("th", { text: "target" })]);
     table.columns.forEach(function (c) {
       row.appendChild(HS.el("th", { class: "mark-col", title: c.title, text: "#" + (c.id + 1) }));
     });
+    var pick = HS.el("select", { id: "reply-col", onchange: function (ev) { replyCol = Number(ev.target.value); rows(); } });
+    table.columns.forEach(function (c) { pick.appendChild(HS.el("option", { value: c.id, text: "#" + (c.id + 1) + " " + c.title })); });
+    replyCol = (table.columns.filter(function (c) { return c.baseline; })[0] || table.columns[0]).id;
+    pick.value = replyCol;
+    row.appendChild(HS.el("th", { class: "reply-col" }, [HS.el("span", { text: "reply of " }), pick]));
     HS.clear(document.querySelector("#sample-list thead")).appendChild(row);
+    var shared = table.prompt_shared || { prefix: "", suffix: "" };
+    document.getElementById("shared-prompt").textContent = shared.prefix || shared.suffix
+      ? "Every prompt of this task starts with \u201c" + shared.prefix + "\u201d" + (shared.suffix ? " and ends with \u201c" + shared.suffix + "\u201d" : "") + "; the list shows the rest (\u2026)."
+      : "";
   }
 
   function filtered() {
@@ -138,12 +151,16 @@
       ]);
       for (var c = 0; c < s.c.length; c++) {
         var mark = s.c[c];
+        var col = table.columns[c];
+        var draws = s.k && s.k[c];
+        var reply = s.r && s.r[c] !== null && s.r[c] !== undefined ? s.r[c] : "—";
         tr.appendChild(HS.el("td", {
-          class: "mark " + (mark === "1" ? "ok" : mark === "0" ? "bad" : "unk"),
-          title: "#" + (c + 1) + " score " + HS.fmt(s.s[c]),
-          text: mark === "1" ? "✓" : mark === "0" ? "✗" : "·",
+          class: "mark " + (mark === "1" ? "ok" : mark === "0" ? "bad" : "unk") + (draws ? " draws" : ""),
+          title: "#" + (c + 1) + " " + col.title + "\nscore " + HS.fmt(s.s[c]) + (draws ? " (mean over draws; " + draws + " draws right)" : "") + "\nreply" + (col.draws ? " (first draw)" : "") + ": " + reply,
+          text: draws ? draws : mark === "1" ? "✓" : mark === "0" ? "✗" : "·",
         }));
       }
+      if (showReplies) tr.appendChild(HS.el("td", { class: "reply", text: s.r[replyCol] === null ? "—" : s.r[replyCol] }));
       body.appendChild(tr);
     });
     document.getElementById("page-info").textContent = "page " + (p + 1) + " of " + pages;
