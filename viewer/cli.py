@@ -3,7 +3,9 @@
 Writes one static site for the given run directories (grid runs, main-job directories, or
 several runs shown side by side) into ``OUT`` (default ``DIR/view`` for a single ``DIR``) and,
 with ``--serve``, serves it on ``--host`` (127.0.0.1 by default; the port is bound before the
-site is built, so a busy port fails at once). The site also opens from ``file://`` directly.
+site is built, so a busy port fails at once). A site whose inputs are unchanged since its
+last build is served without rebuilding (:mod:`viewer.stamp`). The site also opens from
+``file://`` directly.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from harness.api.errors import UsageError
 from harness.api.helpformat import add_logging_arguments, add_output_argument
 
-__all__ = ["add_arguments", "run", "default_output"]
+__all__ = ["add_arguments", "build", "run", "default_output"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run directories (grid run, main job) or folders of runs; several side by side",
     )
     add_output_argument(parser, None, "site folder (default: DIR/view for a single DIR)")
-    parser.add_argument("--serve", action="store_true", help="serve the site (see --host)")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the site (see --host); a site whose inputs are unchanged is not rebuilt",
+    )
     parser.add_argument(
         "--host",
         default="127.0.0.1",
@@ -54,10 +60,31 @@ def default_output(inputs: list[str]) -> Path:
     return Path(inputs[0]) / "view"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``headscope view``; returns the exit code."""
+def build(args: argparse.Namespace, out: Path) -> None:
+    """Build the site of ``args.inputs`` into ``out``; print its warnings and a summary."""
     from viewer.collect import collect
     from viewer.site import build_site
+
+    t0 = time.perf_counter()
+    data = collect(args.inputs, n_boot=args.n_boot)
+    index = build_site(data, out, figures=not args.no_figures)
+    for warning in data.warnings:
+        print(f"headscope: warning: {warning}", file=sys.stderr)
+    n = sum(len(t.table["samples"]) for t in data.tasks)
+    print(
+        f"wrote {index} ({len(data.tasks)} tasks, {n} samples, {len(data.heads)} rankings) "
+        f"in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``headscope view``; returns the exit code.
+
+    With ``--serve``, a site whose inputs, options and viewer code are unchanged since it was
+    built (:mod:`viewer.stamp`) is served as it is; otherwise it is rebuilt first.
+    """
+    from viewer.stamp import fingerprint, is_current, write_stamp
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be in 0..65535, got {args.port}", hint="e.g. --port 8000")
@@ -71,17 +98,13 @@ def run(args: argparse.Namespace) -> int:
         from viewer.serve import make_server
 
         server = make_server(out, args.port, args.host)
-    t0 = time.perf_counter()
-    data = collect(args.inputs, n_boot=args.n_boot)
-    index = build_site(data, out, figures=not args.no_figures)
-    for warning in data.warnings:
-        print(f"headscope: warning: {warning}", file=sys.stderr)
-    n = sum(len(t.table["samples"]) for t in data.tasks)
-    print(
-        f"wrote {index} ({len(data.tasks)} tasks, {n} samples, {len(data.heads)} rankings) "
-        f"in {time.perf_counter() - t0:.1f} s",
-        file=sys.stderr,
-    )
+    options = {"n_boot": args.n_boot, "figures": not args.no_figures}
+    stamp = fingerprint(args.inputs, out, options)
+    if server is not None and is_current(out, stamp):
+        print(f"{out}: up to date with its inputs, not rebuilt", file=sys.stderr)
+    else:
+        build(args, out)
+        write_stamp(out, stamp)
     if server is not None:
         from viewer.serve import serve
 

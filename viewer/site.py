@@ -26,6 +26,7 @@ from typing import Any
 
 from harness.api.errors import UsageError
 from viewer.confine import slug
+from viewer.stamp import STAMP
 
 __all__ = ["build_site", "write_data", "PAGES", "slug"]
 
@@ -146,6 +147,7 @@ def _prepare(out: Path) -> Path:
                 f"{str(out)!r} holds files headscope view did not write",
                 hint="give an empty or new folder as --output",
             )
+        (out / STAMP).unlink(missing_ok=True)  # written again once this build completes
         for name in _OWN:
             shutil.rmtree(out / name, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
