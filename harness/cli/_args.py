@@ -21,6 +21,7 @@ __all__ = [
     "count_value",
     "MAPS_DEFAULTS",
     "add_maps_arguments",
+    "add_no_figures_argument",
     "maps_config_from_args",
     "prose",
     "SCORING_HELP",
@@ -154,6 +155,13 @@ def add_order_arguments(parser: Any) -> None:
         "interventions that declare vision_use() 'none' (docs/plugins.md); recorded in the "
         "results' settings",
     )
+
+
+def add_no_figures_argument(parser: Any, extra: str = "") -> None:
+    """``--no-figures`` (``--no-plots``, the old spelling, is accepted and not listed)."""
+    flag = {"dest": "no_figures", "action": "store_true"}
+    parser.add_argument("--no-figures", **flag, help="leave the figures out" + extra)
+    parser.add_argument("--no-plots", **flag, help=argparse.SUPPRESS)
 
 
 def maps_config_from_args(args: argparse.Namespace) -> Any:

@@ -10,11 +10,10 @@ from harness.api.helpformat import (
     add_output_argument,
     add_threads_argument,
 )
-from harness.cli._args import limit_value
+from harness.cli._args import add_no_figures_argument, limit_value
 
 __all__ = [
     "add_common_arguments",
-    "add_no_figures_argument",
     "add_task_args_argument",
     "load_model",
     "model_spec_from_args",
@@ -70,16 +69,6 @@ def add_task_args_argument(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="JSON object of per-task arguments, as for 'headscope run', e.g. '{\"refcocog\": "
         '{"data_dir": "data/refcocog"}}\'',
-    )
-
-
-def add_no_figures_argument(parser: argparse.ArgumentParser) -> None:
-    """``--no-figures`` (``--no-plots``, the old spelling, is accepted and not listed)."""
-    parser.add_argument(
-        "--no-figures", dest="no_figures", action="store_true", help="leave the figures out"
-    )
-    parser.add_argument(
-        "--no-plots", dest="no_figures", action="store_true", help=argparse.SUPPRESS
     )
 
 

@@ -135,6 +135,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_maps_arguments(maps)
     out = p.add_argument_group("output")
     add_output_argument(out, None, "output directory (default: headscope_out)")
+    from harness.cli._args import add_no_figures_argument
+
+    add_no_figures_argument(out, " (the main job: heatmaps, plots, leaderboard figures)")
     out.add_argument(
         "--log-samples",
         "--log_samples",
@@ -296,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
         return main_job(args)
     if any(getattr(args, k) is not None for k in ("maps", "maps_heads", "maps_random")):
         raise _spec_error("--maps* apply to the main job (and 'headscope rank'), not to a grid")
+    if args.no_figures:
+        raise _spec_error("--no-figures applies to the main job: a grid draws no figures")
     spec = spec_from_args(args)
     order = "cell" if args.cell_major else "sample"
     results = run_grid(spec, order=order, check_vision_reuse=args.check_vision_reuse)
@@ -373,6 +378,7 @@ def main_job(args: argparse.Namespace) -> int:
     if args.cell_major:
         kwargs["order"] = "cell"
     kwargs.update({k: getattr(args, k) for k in MAPS_DEFAULTS if getattr(args, k) is not None})
+    kwargs["figures"] = not args.no_figures
     cfg = ProtocolConfig(**kwargs)
     from harness.run.stages import small_sample_warnings
 

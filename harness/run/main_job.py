@@ -104,7 +104,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     ranking_path = out / "rank" / "ranking.json"
     rank_specs = [task_spec(n, cfg.n_rank, cfg) for n in rank_tasks]
     request = rank_request(model_spec, rank_specs, cfg.seed)
-    reused = reusable_ranking(out / "rank", request) is not None
+    reused = reusable_ranking(out / "rank", request, figures=cfg.figures) is not None
     with clock.stage("rank_s", done_before=reused):
         if reused:
             print(f"   reusing {ranking_path}")
@@ -116,6 +116,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
                 seed=cfg.seed,
                 skip_bad_docs=cfg.skip_bad_docs,
                 request=request,
+                plots=cfg.figures,
             )
             print(format_report(report))
         maps_stage(adapter, rank_specs, out / "rank", cfg)
@@ -151,19 +152,19 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
             bench_stage(cfg, bench_path, adapter, lengths, window)
 
     _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
-    diag_done = diagnose_done(out / "diagnose")
+    diag_done = diagnose_done(out / "diagnose", figures=cfg.figures)
     with clock.stage("diagnose_s", done_before=diag_done):
         if not diag_done:
             from harness.probes.diagnose_run import run_diagnose
 
             diag = [t for t in cfg.diagnose_tasks if t in cfg.tasks] or list(rank_tasks[:1])
             diag_specs = [task_spec(n, cfg.n_diagnose, cfg) for n in diag]
-            run_diagnose(adapter, diag_specs, out / "diagnose", seed=cfg.seed)
+            run_diagnose(adapter, diag_specs, out / "diagnose", seed=cfg.seed, plots=cfg.figures)
 
     _stage("5/5 leaderboards and figures")
     boards_done = (out / "leaderboards" / "leaderboard.md").exists()
     with clock.stage("leaderboards_s", done_before=boards_done):
-        tables_text = _leaderboards(out)
+        tables_text = _leaderboards(out, cfg.figures)
 
     summary = _summary(results, bench_path, out, cfg)
     summary["hybrid_window"] = window_info
@@ -181,14 +182,13 @@ def _complete(results_path: Path) -> bool:
         return False
 
 
-def _leaderboards(out: Path) -> str:
+def _leaderboards(out: Path, figures: bool = True) -> str:
     from leaderboards import cli as leaderboard_cli
 
     parser = argparse.ArgumentParser()
     leaderboard_cli.add_arguments(parser)
-    args = parser.parse_args(
-        [str(out), "--output", str(out / "leaderboards"), "--universal-k", "0.1", "--quiet"]
-    )
+    argv = [str(out), "--output", str(out / "leaderboards"), "--universal-k", "0.1", "--quiet"]
+    args = parser.parse_args(argv + ([] if figures else ["--no-figures"]))
     leaderboard_cli.run(args)
     md = out / "leaderboards" / "leaderboard.md"
     return md.read_text(encoding="utf-8") if md.exists() else ""

@@ -63,6 +63,8 @@ class ProtocolConfig:
             for all cells) or ``cell`` (the reference; same outputs).
         maps: Attention maps of the first ``maps`` ranked samples per task (``rank/maps.json``;
             0: none) for the top/bottom ``maps_heads`` and ``maps_random`` seeded heads.
+        figures: Draw the figures (rank heatmaps, diagnostics plots, leaderboard figures, and
+            on resume those a stopped job did not draw); False: files and tables only.
     """
 
     tasks: tuple[str, ...] = field(default_factory=mini_tasks)
@@ -91,6 +93,7 @@ class ProtocolConfig:
     maps: int = 4
     maps_heads: int = 4
     maps_random: int = 2
+    figures: bool = True
 
     def __post_init__(self) -> None:
         from harness.api.generation import check_gen_kwargs

@@ -62,11 +62,11 @@ def _differences(made: Any, wanted: Any, prefix: str = "") -> list[str]:
     return [] if made == wanted else [prefix.rstrip(".")]
 
 
-def reusable_ranking(rank_dir: Path, request: dict[str, Any]) -> Any:
+def reusable_ranking(rank_dir: Path, request: dict[str, Any], figures: bool = True) -> Any:
     """The ranking in ``rank_dir`` if a resumed main job may use it, else None (rank again).
 
     None when there is no ranking, or when its report files are missing (a run of older
-    headscope stopped between them); figures it lacks are drawn.
+    headscope stopped between them); figures it lacks are drawn (unless ``figures`` is False).
 
     Raises:
         OutputDirError: the ranking is unreadable, or was made for another model, other tasks
@@ -97,16 +97,21 @@ def reusable_ranking(rank_dir: Path, request: dict[str, Any]) -> Any:
         )
     if not all((rank_dir / name).is_file() for name in RANK_FILES):
         return None
-    draw_heatmaps(ranking, rank_dir, missing_only=True)
+    if figures:
+        draw_heatmaps(ranking, rank_dir, missing_only=True)
     return ranking
 
 
-def diagnose_done(diag_dir: Path) -> bool:
-    """True when the diagnostics files are on disk (their missing figures are then drawn)."""
+def diagnose_done(diag_dir: Path, figures: bool = True) -> bool:
+    """True when the diagnostics files are on disk (then their missing figures are drawn).
+
+    ``figures`` False: no figure is drawn (``headscope run --no-figures``).
+    """
     from harness.probes.diagnose import VARIANTS
     from harness.probes.diagnose_run import draw_missing_plots
 
     if not all((diag_dir / f"diagnostics_{v}.json").is_file() for v in VARIANTS):
         return False
-    draw_missing_plots(diag_dir)
+    if figures:
+        draw_missing_plots(diag_dir)
     return True

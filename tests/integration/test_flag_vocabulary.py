@@ -3,7 +3,7 @@
 ``--task-args`` reaches the tasks of ``rank`` (recorded in the ranking), ``diagnose`` and
 ``means`` (a task not in ``--tasks`` and an argument a task does not take are refused, as on
 ``run``); ``means`` takes ``--batch_size`` and ``--threads``; ``--no-figures`` leaves rank's
-heatmaps out.
+heatmaps out, and every figure of the main job, also when it resumes.
 """
 
 import json
@@ -58,3 +58,30 @@ def test_means_takes_batch_size_and_threads_spelled_as_elsewhere():
         ["means", "--tasks", "pope_mini", "--batch_size", "4", "--threads", "1", "--output", "m.pt"]
     )
     assert (args.batch_size, args.threads) == (4, 1)
+
+
+def test_main_job_no_figures_draws_none_even_on_resume(tmp_path, monkeypatch):
+    from harness.run import main_job
+    from tests.integration._main_job_util import SmallConfig
+
+    monkeypatch.setattr(main_job, "ProtocolConfig", SmallConfig)
+    out = tmp_path / "job"
+    argv = ["run", "--tasks", "refcocog_mini", "--limit", "2", "--maps", "0", "--output", str(out)]
+    assert cli.main([*argv, "--no-figures"]) == 0
+    assert (out / "leaderboards" / "leaderboard.md").is_file()
+    assert (out / "rank" / "ranking.json").is_file()
+    assert (out / "diagnose" / "diagnostics_paper.json").is_file()
+    drawn = [p for p in out.rglob("*") if p.suffix in (".png", ".pdf")]
+    assert drawn == []
+    assert cli.main([*argv, "--no-figures"]) == 0  # a resume draws no missing figure either
+    assert [p for p in out.rglob("*") if p.suffix in (".png", ".pdf")] == []
+    assert cli.main(argv) == 0  # without the flag, the resume draws what is missing
+    drawn = {p.parent.relative_to(out).as_posix() for p in out.rglob("*.png")}
+    assert {"rank/heatmaps", "diagnose/plots", "leaderboards/figures"} <= drawn, drawn
+
+
+def test_no_figures_on_a_grid_is_refused(tmp_path, capsys):
+    argv = ["run", "--tasks", "pope_mini", "--interventions", "none", "--no-figures"]
+    assert cli.main([*argv, "--output", str(tmp_path / "grid")]) == 2
+    lines = _errors(capsys.readouterr().err)
+    assert len(lines) == 1 and "--no-figures applies to the main job" in lines[0]
