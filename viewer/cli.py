@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.api.errors import UsageError
 from harness.api.helpformat import add_logging_arguments, add_output_argument
+from harness.api.paths import why_unwritable
 
 __all__ = ["add_arguments", "build", "run", "default_output"]
 
@@ -91,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}", hint="e.g. --n-boot 1000")
     out = Path(args.output) if args.output else default_output(args.inputs)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--output {str(out)!r} is a file", hint="give a folder")
+    problem = why_unwritable(out, "--output")  # a file, /proc, no permission: before any work
+    if problem is not None:
+        raise UsageError(problem, hint="give a folder that can be written")
     server = None
     if args.serve:
         from viewer.serve import make_server

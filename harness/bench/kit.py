@@ -4,7 +4,8 @@ Every bench module builds on these public pieces; none imports another bench mod
 private names. Light at import: torch and the attention package load inside the functions.
 
 - command line: :func:`bench_parser`, :func:`add_kernel_argument`, :func:`add_json_argument`,
-  :func:`print_rows`, :func:`refuse_missing_device`, and the flag types :func:`positive_int`,
+  :func:`print_rows`, :func:`refuse_missing_device`, :func:`refuse_unwritable_file`, and the
+  flag types :func:`positive_int`,
   :func:`nonnegative_int`, :func:`fraction`, :func:`length_list` (a bad value is the parser's
   one-line error, exit code 2);
 - plans: :func:`kept_heads`, :func:`full_heads`, :func:`hybrid_plan`, :func:`fake_attention`;
@@ -18,6 +19,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from harness.api.helpformat import HelpFormatter, OneLineParser
@@ -39,6 +41,7 @@ __all__ = [
     "print_rows",
     "fraction",
     "refuse_missing_device",
+    "refuse_unwritable_file",
     "sync",
     "timed",
 ]
@@ -142,6 +145,24 @@ def refuse_missing_device(parser: argparse.ArgumentParser, device: str) -> None:
     problem = missing_device(device)
     if problem is not None:
         parser.exit(2, f"{parser.prog}: error: --device {device}: {problem}; use --device cpu\n")
+
+
+def refuse_unwritable_file(parser: argparse.ArgumentParser, path: str) -> None:
+    """Exit (one line on stderr, code 2) when the file ``path`` cannot be written.
+
+    Checked before any measurement (:func:`harness.api.paths.why_unwritable` on its folder):
+    a folder in its place, a parent that is a file, ``/proc``, no permission.
+    """
+    from harness.api.paths import why_unwritable
+
+    target = Path(path)
+    problem = (
+        f"--output {path!r} is a directory"
+        if target.is_dir()
+        else why_unwritable(target.parent, f"--output {path!r}: folder")
+    )
+    if problem is not None:
+        parser.exit(2, f"{parser.prog}: error: {problem}; choose another --output\n")
 
 
 def kept_heads(keep: float, heads: int) -> int:

@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
-from harness.bench.kit import bench_parser, length_list, positive_int, refuse_missing_device
+from harness.bench.kit import (
+    bench_parser,
+    length_list,
+    positive_int,
+    refuse_missing_device,
+    refuse_unwritable_file,
+)
 from harness.bench.ram_probe_worker import MARK
 from harness.schema.bench import bench_document
 
@@ -188,6 +194,8 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     )
     args = p.parse_args(argv)
     refuse_missing_device(p, args.device)
+    if args.output:  # before the measurements, not after
+        refuse_unwritable_file(p, args.output)
     doc = run_bench(
         preset=args.preset, layers=args.layers,
         lengths=args.lengths,
@@ -197,6 +205,7 @@ def main(argv: list[str] | None = None, description: str | None = None) -> int:
     )  # fmt: skip
     text = json.dumps(doc, allow_nan=False)
     if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     if args.json:
         print(text)

@@ -9,7 +9,9 @@ loaded only when used. Exit codes:
 - 2: a usage error (:class:`harness.api.errors.UsageError`: an unknown name, a
   malformed run file, a bad flag or path): one line with a fix hint;
 - 1: a run that failed midway (rerun the same command to resume), or a bug: one
-  line naming the exception and the file its traceback was saved to;
+  line naming the exception and the file its traceback was saved to (in the temp
+  directory's ``headscope-tracebacks``, private to the user, the newest
+  :data:`TRACEBACKS_KEPT` kept; a symlink there is refused and the traceback printed);
 - 130: interrupted (rerun the same command to resume).
 
 ``--debug`` (before or after the subcommand) prints full tracebacks, usage errors
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import tempfile
 import time
@@ -132,28 +135,76 @@ def _take_debug(argv: list[str]) -> bool:
     return found
 
 
-def _save_traceback(exc: BaseException) -> Path | None:
-    """Write ``exc``'s traceback to a new file in the temp directory (None if that fails)."""
+#: Traceback files kept in the temp directory's ``headscope-tracebacks``: the newest ones.
+TRACEBACKS_KEPT = 50
+
+
+def _traceback_folder() -> Path:
+    """``TMP/headscope-tracebacks``, created private (0700); OSError when it cannot be trusted.
+
+    A symlink (where a traceback would land is another's choice), something that is not a
+    folder, or a folder of another user is refused.
+    """
+    import stat
+
+    folder = Path(tempfile.gettempdir()) / "headscope-tracebacks"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(f"{folder} is a symlink")
+    if not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{folder} is not a folder")
+    if info.st_uid != os.geteuid():
+        raise OSError(f"{folder} belongs to another user")
+    return folder
+
+
+def _prune_tracebacks(folder: Path, keep: int = TRACEBACKS_KEPT) -> None:
+    """Remove all but the ``keep`` newest traceback files of ``folder``."""
+    files = []
+    for path in folder.glob("*.txt"):
+        try:
+            files.append((path.lstat().st_mtime_ns, path.name, path))
+        except OSError:
+            continue  # removed meanwhile (another headscope pruning)
+    for _, _, path in sorted(files)[:-keep]:
+        path.unlink(missing_ok=True)
+
+
+def _save_traceback(exc: BaseException) -> tuple[Path | None, str | None]:
+    """Write ``exc``'s traceback to a new file in the temp directory.
+
+    The folder keeps the :data:`TRACEBACKS_KEPT` newest files; a folder that cannot be
+    trusted (:func:`_traceback_folder`) is not written.
+
+    Returns:
+        The file, or None and why it could not be written.
+    """
     text = "".join(traceback.format_exception(exc))
     try:
-        folder = Path(tempfile.gettempdir()) / "headscope-tracebacks"
-        folder.mkdir(exist_ok=True)
+        folder = _traceback_folder()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         with tempfile.NamedTemporaryFile(
             "w", dir=folder, prefix=f"{stamp}-", suffix=".txt", delete=False
         ) as f:
             f.write(text)
-        return Path(f.name)
-    except OSError:
-        return None
+        _prune_tracebacks(folder)
+        return Path(f.name), None
+    except OSError as err:
+        return None, str(err)
 
 
 def _report_bug(prog: str, exc: BaseException, debug: bool) -> int:
     """Exit code 1: the traceback, or one line and the file it was saved to."""
     summary = one_line(f"{type(exc).__name__}: {exc}")
-    path = None if debug else _save_traceback(exc)
+    path, problem = (None, None) if debug else _save_traceback(exc)
     if path is None:
         traceback.print_exception(exc, file=sys.stderr)
+        if problem is not None:
+            print(f"{prog}: traceback not saved: {one_line(problem)}", file=sys.stderr)
         print(f"{prog}: internal error: {summary}", file=sys.stderr)
     else:
         print(

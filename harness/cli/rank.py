@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     for spec in tspecs:  # unknown names / arguments: usage errors before the model loads
         build_task(spec.name, spec.args)
     check_rank_dir(Path(args.output))  # a grid run's or main job's directory is refused
+    maps = maps_config_from_args(args)  # flags that choose no head: refused before loading
     adapter = load_model(args)
-    maps = maps_config_from_args(args)
     if maps is not None and not supports_maps(adapter):
         if args.maps is not None:  # asked for: refused before probing
             check_maps_support(adapter)

@@ -195,7 +195,7 @@ def rescore(
     from harness.cli._args import takes_scoring
     from harness.schema.results import MetricRecord, ResultsError, load_results
     from harness.schema.samples import read_sample_rows, sample_log_path, unique_rows
-    from harness.schema.writes import held_by, writing
+    from harness.schema.writes import check_writable, held_by, writing
 
     check_scoring("rescore", scoring)
     root = Path(run_dir)
@@ -207,6 +207,8 @@ def rescore(
             hint="wait for that run to finish, then rescore",
         )
     source = _results_file(root, results_name)
+    if output is not None:
+        check_writable(output, "rescore --output")
     old = load_results(source)
     seed = int(old.spec_resolved.get("seed") or old.settings.get("seed") or 0)
     ctx = ScoringContext(

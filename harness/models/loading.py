@@ -7,11 +7,15 @@ Before any weights are read:
   hub cannot be reached (``HF_HUB_OFFLINE`` set, or no connection to the hub's host within a
   few seconds), which gives one :class:`CheckpointError` naming the id and asking for a local
   directory, instead of minutes of retries ending in an ``OSError`` traceback;
-- the device is checked (:func:`check_device`): ``cuda`` on a torch without CUDA, or a CUDA
-  index that does not exist, is a :class:`~harness.api.specs.SpecError`;
+- the device is checked (:func:`check_device`): a name torch cannot parse, ``cuda`` on a torch
+  without CUDA, a CUDA index that does not exist, or another backend this machine lacks is a
+  :class:`~harness.api.specs.SpecError`;
 - after the (light) processor is loaded, every family option in ``ModelSpec.args`` must be one
   the processor understands (:func:`check_processor_args`); HF's ``from_pretrained`` would
   silently drop the rest.
+
+While they are read, a weights file that is truncated or damaged (:func:`damaged_weights`) is a
+:class:`CheckpointError`, not the reader's traceback.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "missing_device",
     "processor_arg_names",
     "check_processor_args",
+    "damaged_weights",
     "load_pretrained",
 ]
 
@@ -119,33 +124,48 @@ def resolve_checkpoint(spec: ModelSpec, default: str | None) -> tuple[str, dict[
 
 
 def missing_device(device: str | None) -> str | None:
-    """Why this machine lacks the CUDA ``device`` asked for, or None when it has it (or CPU)."""
-    if not device or not str(device).startswith("cuda"):
+    """Why this machine lacks ``device``, or None when it has it (or when none is named).
+
+    A name torch cannot parse ("banana", "cuda:x"), ``cuda``/``cuda:i`` without CUDA or with
+    fewer than ``i + 1`` devices, and another backend that is not available here ("mps",
+    "xpu", "meta") are each a reason; ``cpu`` always exists.
+    """
+    if not device:
         return None
     import torch
 
+    try:
+        parsed = torch.device(str(device))
+    except RuntimeError:  # torch's only error for a device string it cannot parse
+        return f"device {device!r} is not a device name (cpu, cuda, cuda:N, mps, ...)"
+    if parsed.type == "cpu":
+        return None
+    if parsed.type != "cuda":
+        backend = getattr(torch, parsed.type, None)
+        available = getattr(backend, "is_available", None)
+        if callable(available) and available():
+            return None
+        return f"device {device!r} asked for, but {parsed.type} is not available here"
     if not torch.cuda.is_available():
         build = torch.version.cuda or "none (a CPU-only build)"
         return (
             f"device {device!r} asked for, but CUDA is not available here (torch "
             f"{torch.__version__}, CUDA build {build})"
         )
-    _, _, index = str(device).partition(":")
-    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+    if parsed.index is not None and parsed.index >= torch.cuda.device_count():
         return f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here"
     return None
 
 
 def check_device(device: str | None) -> None:
-    """Refuse a CUDA device this machine does not have (before anything is loaded).
+    """Refuse a device this machine does not have (before anything is loaded).
 
     Raises:
-        SpecError: ``cuda``/``cuda:i`` without CUDA, or with fewer than ``i + 1`` devices
-            (:func:`missing_device`).
+        SpecError: see :func:`missing_device`.
     """
     problem = missing_device(device)
     if problem is not None:
-        raise SpecError(f'{problem}; pass "device": "cpu" or install a CUDA build of torch')
+        raise SpecError(problem, hint='use device "cpu", or a device this machine has')
 
 
 def processor_arg_names(processor: Any) -> set[str]:
@@ -188,6 +208,21 @@ def check_processor_args(spec: ModelSpec, processor: Any, consumed: set[str] = f
             + (f"Did you mean {close}? " if close else "")
             + f"Resolution options it understands include {hint}"
         )
+
+
+def damaged_weights(exc: BaseException) -> bool:
+    """True when ``exc`` is the weight reader's own word that a weights file is damaged.
+
+    safetensors raises ``SafetensorError`` for a truncated or garbled ``*.safetensors`` file;
+    torch's zip reader raises a ``RuntimeError`` starting "PytorchStreamReader failed" for a
+    truncated ``pytorch_model.bin``. Every other exception is left alone (a bug keeps its
+    traceback).
+    """
+    from safetensors import SafetensorError
+
+    if isinstance(exc, SafetensorError):
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).startswith("PytorchStreamReader failed")
 
 
 def load_pretrained(
@@ -252,6 +287,13 @@ def load_pretrained(
         model = getattr(transformers, model_class).from_pretrained(path, **common, **kwargs)
     except OSError as exc:
         raise CheckpointError(f"model {spec.name!r}: cannot load {path!r}: {exc}") from None
+    except Exception as exc:
+        if not damaged_weights(exc):
+            raise
+        raise CheckpointError(
+            f"model {spec.name!r}: the weights in {path!r} cannot be read ({exc})",
+            hint="the file is truncated or damaged: download the checkpoint again",
+        ) from None
     if not spec.device_map:
         model = model.to(spec.device)
     from harness.attention.dispatch import use_dispatch

@@ -41,8 +41,12 @@ __all__ = [
     "supports_maps",
     "select_heads",
     "sample_maps",
+    "check_maps_files",
     "write_maps",
 ]
+
+NO_MAP_HEADS = "--maps-heads 0 and --maps-random 0 choose no head to map"
+NO_MAP_HEADS_HINT = "give --maps-heads K or --maps-random R of at least 1, or --maps 0 for no maps"
 
 VALUES_NOTE = (
     "per head, mean over the instruction rows of the post-softmax attention on each visual "
@@ -60,6 +64,12 @@ class MapsConfig:
     random: int = 2
     seed: int = 0
     media_max_side: int = 1024
+
+    def __post_init__(self) -> None:
+        from harness.api.errors import UsageError
+
+        if self.n > 0 and self.top + self.bottom + self.random == 0:
+            raise UsageError(NO_MAP_HEADS, hint=NO_MAP_HEADS_HINT)
 
     def settings(self) -> dict[str, Any]:
         """The file's ``settings`` (without the model's)."""
@@ -254,6 +264,26 @@ def _plan(ranking: Ranking, name: str, cfg: MapsConfig) -> tuple[dict, tuple[Map
     return {**tram.spec, "maps_doc_ids": ids}, select_heads(tram.mean, cfg, name)
 
 
+def check_maps_files(directory: str | Path) -> None:
+    """Refuse a ``maps.json`` or ``maps.npz`` in ``directory`` that is not a regular file.
+
+    Such a path (a folder, a device) cannot be replaced by the atomic rename that writes the
+    maps; found before anything is computed, it is a usage error naming it.
+
+    Raises:
+        harness.schema.maps.MapsFormatError: naming the path.
+    """
+    from harness.schema.maps import MAPS_JSON, MAPS_NPZ, MapsFormatError
+
+    for name in (MAPS_JSON, MAPS_NPZ):
+        path = Path(directory) / name
+        if path.exists() and not path.is_file():
+            raise MapsFormatError(
+                f"{path} is not a regular file, so the maps cannot be written there",
+                hint="remove it, or choose another --output",
+            )
+
+
 def write_maps(
     adapter: Any,
     tspecs: list[TaskSpec],
@@ -273,6 +303,7 @@ def write_maps(
 
     check_maps_support(adapter)
     root = Path(output)
+    check_maps_files(root)  # a folder named maps.npz: refused before the maps are computed
     model = json.loads(json.dumps(dict(adapter.settings()), default=str))
     settings = cfg.settings()
     settings.update(attn_implementation=model.get("attn_implementation"), dtype=model.get("dtype"))

@@ -105,7 +105,10 @@ def check_rank_dir(out: Path) -> None:
     would sit among another command's outputs, and that run would no longer resume or be
     read as one run.
     """
+    from harness.probes.maps import check_maps_files
+
     check_writable(out, "rank output directory")
+    check_maps_files(out)
     found = [name for name in _RUN_MARKERS if (out / name).exists()]
     if found:
         raise OutputDirError(

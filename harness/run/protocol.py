@@ -106,6 +106,10 @@ class ProtocolConfig:
         for name in ("maps", "maps_heads", "maps_random"):
             if getattr(self, name) < 0:
                 raise SpecError(f"main job: {name} must be ≥ 0, got {getattr(self, name)}")
+        if self.maps > 0 and self.maps_heads == self.maps_random == 0:
+            from harness.probes.maps import NO_MAP_HEADS, NO_MAP_HEADS_HINT
+
+            raise SpecError(f"main job: {NO_MAP_HEADS}", hint=NO_MAP_HEADS_HINT)
         for name in ("n_diagnose", "batch_size", "random_draws"):
             if getattr(self, name) < 1:
                 raise SpecError(f"main job: {name} must be ≥ 1, got {getattr(self, name)}")

@@ -64,6 +64,8 @@ import json
 import math
 import os
 import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,7 @@ MAPS_FORMAT = "headscope.maps"
 MAPS_VERSION = 1
 MAPS_JSON = "maps.json"
 MAPS_NPZ = "maps.npz"
+_BAD_ZIP = (zipfile.BadZipFile, zlib.error)  # an npz that is not a zip, or a damaged one
 #: Settings that decide what the file holds; recorded in every maps file.
 REQUIRED_SETTINGS = ("maps", "top", "bottom", "random", "seed", "media_max_side", "values")
 WHY = ("top", "bottom", "random")
@@ -327,7 +330,8 @@ def load_maps(path: str | os.PathLike) -> Maps:
         return _from_doc(doc, target.parent)
     except MapsFormatError as err:
         raise MapsFormatError(f"{target}: {err}") from err
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+    # + numpy's reader on an npz that is not one (a foreign or truncated zip, pickled data)
+    except (KeyError, TypeError, ValueError, AttributeError, OSError, EOFError, *_BAD_ZIP) as err:
         raise MapsFormatError(
             f"{target}: malformed maps file ({type(err).__name__}: {err})"
         ) from err

@@ -1,7 +1,7 @@
 """Writing into output directories: checks before writing, one line for a failed write, a lock.
 
 :func:`check_writable` finds, without writing, why a directory cannot hold output (a path that
-is a file, a parent that is a file, no write permission). :func:`writing` and
+is a file, a parent that is a file, ``/proc`` or ``/sys``, no write permission). :func:`writing` and
 :func:`writing_into` turn an ``OSError`` raised while writing (a full disk, a read-only file
 system, a refused permission) into one :class:`OutputDirError` line that names the file and
 what to do. The writers themselves are atomic (:func:`harness.schema.results.replace_atomically`).
@@ -51,21 +51,16 @@ class OutputDirError(SpecError):
 
 
 def check_writable(path: str | Path, what: str = "output directory") -> None:
-    """Raise :class:`OutputDirError` if ``path`` cannot be created or written; writes nothing."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise OutputDirError(f"{what} {str(path)!r} is a file, not a directory")
-    probe = path
-    while not probe.exists():
-        parent = probe.parent
-        if parent == probe:
-            break
-        probe = parent
-    if probe.exists() and not probe.is_dir():
-        raise OutputDirError(f"{what} {str(path)!r}: {str(probe)!r} is a file, not a directory")
-    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        who = "" if probe == path else f" (its parent {str(probe)!r} is not writable)"
-        raise OutputDirError(f"{what} {str(path)!r} is not writable{who}")
+    """Raise :class:`OutputDirError` if ``path`` cannot be created or written; writes nothing.
+
+    The rule is :func:`harness.api.paths.why_unwritable`'s (a file in the way, ``/proc`` or
+    ``/sys``, no write permission).
+    """
+    from harness.api.paths import why_unwritable
+
+    problem = why_unwritable(path, what)
+    if problem is not None:
+        raise OutputDirError(problem, hint="choose another output directory")
 
 
 #: errno values that mean "the disk is full" and "this place cannot be written".

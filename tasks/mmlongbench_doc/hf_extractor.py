@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,41 @@ MAX_NEW_TOKENS = 256  # the release's max_tokens
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# A tokenizer transformers can load offline has one of these (tokenizer.json: fast tokenizers;
+# tokenizer_config.json: every tokenizer saved by save_pretrained).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def _check_checkpoint(model: str) -> None:
+    """Refuse a folder that holds no model config or no tokenizer (e.g. an empty one)."""
+    folder = Path(model)
+    missing = [] if (folder / "config.json").is_file() else ["config.json"]
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        missing.append(" or ".join(_TOKENIZER_FILES))
+    if missing:
+        raise UsageError(
+            f"extractor 'hf:{model}': no {' and no '.join(missing)} in that folder, so it holds "
+            "no chat model transformers can load",
+            hint="give the local folder of a downloaded chat model: config, weights, tokenizer",
+        )
+
+
+def _check_cache_file(path: str) -> None:
+    """Refuse an ``extractor_cache`` that is a folder, or whose folder cannot be written."""
+    from harness.api.paths import why_unwritable
+
+    target = Path(path)
+    problem = None
+    if target.exists() and not target.is_file():
+        problem = f"extractor_cache {path!r} is not a regular file"
+    elif target.exists() and not os.access(target, os.W_OK):
+        problem = f"extractor_cache {path!r} is not writable"
+    else:
+        problem = why_unwritable(target.parent, f"extractor_cache {path!r}: folder")
+    if problem is not None:
+        raise UsageError(problem, hint="give a file path where the cache can be written")
 
 
 class HFExtractor:
@@ -76,6 +112,17 @@ class HFExtractor:
                 "(e.g. `huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir DIR`) "
                 "and give its local folder"
             )
+        _check_checkpoint(model)
+        if device != "auto":
+            from harness.models.loading import missing_device
+
+            problem = missing_device(device)
+            if problem is not None:
+                raise UsageError(
+                    f"extractor_device: {problem}", hint='use "auto", "cpu" or a device it has'
+                )
+        if cache_file:
+            _check_cache_file(cache_file)
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise UsageError(
                 f"extractor_dtype must be auto/float32/bfloat16/float16, not {dtype!r}"
@@ -160,7 +207,11 @@ class HFExtractor:
             model = AutoModelForCausalLM.from_pretrained(
                 self.model_path, dtype=dtype, local_files_only=True
             )
-        except OSError as exc:
+        except Exception as exc:
+            from harness.models.loading import damaged_weights
+
+            if not (isinstance(exc, OSError) or damaged_weights(exc)):
+                raise
             raise UsageError(
                 f"extractor 'hf:{self.model_path}': no loadable chat model there "
                 f"(give a local directory with config, weights and tokenizer): {exc}"

@@ -66,6 +66,56 @@ def _grid_dir_for_main_job(tmp: Path) -> list[str]:
     return ["run"]
 
 
+def _mean_reference(name: str, write):
+    """The grid with ablate:mode=mean reading ``tmp/name``, which ``write(path)`` fills."""
+
+    def setup(tmp: Path) -> list[str]:
+        write(tmp / name)
+        ablate = f"ablate:select=random,k=2,mode=mean,mean_reference={tmp / name}"
+        return [*RUN, "--interventions", ablate]
+
+    return setup
+
+
+def _pickled(path: Path) -> None:
+    import pickle
+
+    path.write_bytes(pickle.dumps({"mean": [[1.0]]}))  # no torch.save: a plain pickle
+
+
+def _torch_pickled(path: Path) -> None:
+    import fractions
+
+    import torch
+
+    torch.save({"mean": fractions.Fraction(1, 3)}, path)  # a zip, with a class weights_only refuses
+
+
+def _object_npz(path: Path) -> None:
+    import numpy as np
+
+    np.savez(path, mean=np.array([{"a": 1}], dtype=object))
+
+
+def _truncated_npz(path: Path) -> None:
+    import numpy as np
+
+    np.savez(path, mean=np.zeros((2, 2, 2)))
+    path.write_bytes(path.read_bytes()[:100])
+
+
+def _on_run(*argv: str):
+    """``argv`` (``{run}`` replaced) after a small grid run into ``tmp/run``."""
+
+    def setup(tmp: Path) -> list[str]:
+        assert main([*RUN, "--output", str(tmp / "run")]) == 0
+        return [str(tmp / "run") if a == "{run}" else a for a in argv]
+
+    return setup
+
+
+PROC = "/proc/headscope-no-such-dir"
+
 # (id, argv builder (tmp -> argv; "--output tmp/o" is appended unless given), culprit)
 CASES = [
     ("layer-outside-model", _flags(*RUN, "--interventions", "sap:layers=[99]"), "layers [99]"),
@@ -127,6 +177,35 @@ CASES = [
     ("rank-n-boot-zero", _flags("rank", "--tasks", "refcocog_mini", "--n-boot", "0"), "n-boot"),
     ("diagnose-energy", _flags("diagnose", "--tasks", "refcocog_mini", "--energy", "2"),
      "--energy must be in (0, 1]"),
+    ("device-banana", _flags(*RUN, "--device", "banana"), "'banana' is not a device name"),
+    ("device-cpu-index", _flags(*RUN, "--device", "cpu:-1"), "'cpu:-1' is not a device name"),
+    ("device-meta", _flags(*RUN, "--device", "meta"), "meta is not available here"),
+    ("mean-reference-garbage", _mean_reference("m.pt", lambda p: p.write_bytes(b"\x80garbage")),
+     "is not a zip archive"),
+    ("mean-reference-pickled", _mean_reference("m.pt", _pickled), "is not a zip archive"),
+    ("mean-reference-torch-pickled", _mean_reference("m.pt", _torch_pickled),
+     "pickled objects that torch.load(weights_only=True) refuses"),
+    ("mean-reference-empty-pt", _mean_reference("m.pt", lambda p: p.write_bytes(b"")),
+     "is not a zip archive"),
+    ("mean-reference-truncated-npz", _mean_reference("m.npz", _truncated_npz),
+     "is not a zip archive"),
+    ("mean-reference-object-npz", _mean_reference("m.npz", _object_npz), "allow_pickle=False"),
+    ("output-under-proc", _flags(*RUN, "--output", PROC), "is on /proc"),
+    ("output-under-proc-self", _flags(*RUN, "--output", "/proc/self/x"), "is on /proc"),
+    ("main-job-output-under-proc", _flags("run", "--output", PROC), "is on /proc"),
+    ("means-output-under-proc", _flags("means", "--tasks", "pope_mini", "--output",
+                                       f"{PROC}/m.pt"), "is on /proc"),
+    ("rank-output-under-proc", _flags("rank", "--tasks", "refcocog_mini", "--output", PROC),
+     "is on /proc"),
+    ("view-output-under-proc", _on_run("view", "{run}", "--output", PROC), "is on /proc"),
+    ("rescore-output-under-proc",
+     _on_run("rescore", "{run}", "--scoring", "lenient", "--output", PROC), "is on /proc"),
+    ("leaderboard-output-under-proc", _on_run("leaderboard", "{run}", "--output", PROC),
+     "is on /proc"),
+    ("rank-no-map-heads", _flags("rank", "--tasks", "refcocog_mini", "--maps-heads", "0",
+                                 "--maps-random", "0"), "choose no head to map"),
+    ("main-job-no-map-heads", _flags("run", "--maps-heads", "0", "--maps-random", "0"),
+     "choose no head to map"),
 ]  # fmt: skip
 
 

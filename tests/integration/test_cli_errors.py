@@ -1,7 +1,9 @@
 """Exit codes: only a UsageError is "exit 2, one line"; a bug keeps its traceback (exit 1)."""
 
+import os
 import re
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +162,51 @@ def test_a_run_failed_midway_keeps_its_message_and_exit_1(run_raises, traceback_
         "rerun the same command to resume\n"
     )
     assert not traceback_dir.exists()
+
+
+def test_traceback_files_are_capped_to_the_newest(run_raises, traceback_dir, capsys):
+    traceback_dir.mkdir(mode=0o700)
+    kept = cli.TRACEBACKS_KEPT
+    for i in range(kept + 5):  # older files, oldest first
+        old = traceback_dir / f"20000101-000000-{i:03d}.txt"
+        old.write_text("old")
+        os.utime(old, ns=(i * 10**9, i * 10**9))
+    run_raises(_inner_bug)
+    assert cli.main(["run", "--tasks", "test_echo"]) == 1
+    saved = re.search(r"traceback saved to (\S+);", capsys.readouterr().err).group(1)
+    names = sorted(p.name for p in traceback_dir.iterdir())
+    assert len(names) == kept and Path(saved).name in names
+    assert "20000101-000000-005.txt" not in names and "20000101-000000-006.txt" in names
+
+
+def test_a_symlinked_traceback_folder_is_refused(run_raises, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "headscope-tracebacks").symlink_to(elsewhere)
+    run_raises(_inner_bug)
+    assert cli.main(["run", "--tasks", "test_echo"]) == 1
+    err = capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []  # nothing written where the link points
+    assert err.startswith("Traceback") and "_inner_bug" in err  # printed instead
+    assert err.splitlines()[-2] == (
+        f"headscope run: traceback not saved: {tmp_path / 'headscope-tracebacks'} is a symlink"
+    )
+    assert err.splitlines()[-1] == "headscope run: internal error: ValueError: boom inside the code"
+
+
+def test_the_traceback_folder_is_private(run_raises, traceback_dir, capsys):
+    run_raises(_inner_bug)
+    assert cli.main(["run", "--tasks", "test_echo"]) == 1
+    assert traceback_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_bench_output_under_proc_is_refused_before_measuring(monkeypatch, capsys):
+    from harness.bench import ram_probe
+
+    monkeypatch.setattr(ram_probe, "run_bench", lambda **kw: pytest.fail("measured"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", "ram", "--output", "/proc/headscope-no-such-dir/b.json"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("headscope bench ram: error: --output ") and "is on /proc" in err

@@ -199,3 +199,36 @@ def test_a_family_without_footprints(toy, tmp_path, monkeypatch, capsys):
     assert (tmp_path / "b" / "ranking.json").exists() and not (
         tmp_path / "b" / "maps.json"
     ).exists()
+
+
+def _rank_cli(toy, monkeypatch):
+    from harness.api import model as base
+    from harness.cli.main import main
+
+    monkeypatch.setattr(base, "load_adapter", lambda spec: toy)
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "2", "--n-boot", "5", "--no-plots"]
+    return lambda *extra: main([*argv, "--no-progress", *extra])
+
+
+def test_a_folder_named_maps_npz_is_refused_before_probing(toy, tmp_path, monkeypatch, capsys):
+    rank = _rank_cli(toy, monkeypatch)
+    (tmp_path / MAPS_NPZ).mkdir()
+    assert rank("--output", str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / MAPS_NPZ} is not a regular file" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "ranking.json").exists()  # refused before probing
+
+
+def test_arrays_that_are_not_a_zip_are_computed_again(toy, tmp_path, monkeypatch, capsys):
+    import hashlib
+    import json
+
+    rank = _rank_cli(toy, monkeypatch)
+    assert rank("--output", str(tmp_path), "--maps", "1") == 0
+    garbage = b"PK\x03\x04 not a zip"
+    (tmp_path / MAPS_NPZ).write_bytes(garbage)
+    doc = json.loads((tmp_path / "maps.json").read_text())
+    doc["arrays"]["sha256"] = hashlib.sha256(garbage).hexdigest()
+    (tmp_path / "maps.json").write_text(json.dumps(doc))
+    assert rank("--output", str(tmp_path), "--maps", "1") == 0, capsys.readouterr().err
+    assert len(load_maps(tmp_path).tasks["refcocog_mini"].samples) == 1

@@ -9,9 +9,12 @@ The prompt file is a stand-in (the release's prompt is not shipped).
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
+from harness.api.errors import UsageError
 from harness.api.payloads import Generation
 from harness.api.task import ScoringContext, build_task
 from tasks.mmlongbench_doc.extractor import EndpointExtractor
@@ -143,3 +146,111 @@ def test_the_task_records_the_extractor_and_scores_what_the_model_extracts(
 def test_bad_extractor_arguments_are_refused_at_build(args, match):
     with pytest.raises(ValueError, match=match):
         build_task("mmlongbench_doc", args)
+
+
+def _build(model, prompt, **extra):
+    args = {"extractor": f"hf:{model}", "extractor_prompt": str(prompt), **extra}
+    return build_task("mmlongbench_doc", args)
+
+
+@pytest.mark.parametrize("keep", [[], ["config.json"], ["tokenizer.json", "tokenizer_config.json"]])
+def test_a_folder_without_config_or_tokenizer_is_refused_at_build(
+    keep, chat_model, prompt, tmp_path
+):
+    import shutil
+
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    for name in keep:
+        shutil.copy(chat_model / name, folder / name)
+    with pytest.raises(UsageError, match="holds no chat model transformers can load"):
+        _build(folder, prompt)
+
+
+@pytest.mark.parametrize(
+    ("device", "match"),
+    [("banana", "'banana' is not a device name"), ("meta", "'meta' asked for, but meta is not")],
+)
+def test_an_extractor_device_that_does_not_exist_is_refused_at_build(
+    device, match, chat_model, prompt
+):
+    with pytest.raises(UsageError, match=f"extractor_device: device {match}"):
+        _build(chat_model, prompt, extractor_device=device)
+
+
+def test_an_extractor_cuda_device_without_cuda_is_refused_at_build(chat_model, prompt, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(
+        UsageError, match="extractor_device: device 'cuda:1'.*CUDA is not available"
+    ):
+        _build(chat_model, prompt, extractor_device="cuda:1")
+
+
+def _cache_dir(tmp):
+    (tmp / "c").mkdir()
+    return tmp / "c", "is not a regular file"
+
+
+def _cache_under_file(tmp):
+    (tmp / "f").write_text("x")
+    return tmp / "f" / "c.jsonl", "is a file, not a directory"
+
+
+def _cache_read_only(tmp, monkeypatch):
+    (tmp / "c.jsonl").write_text("")
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if str(p) == str(tmp / "c.jsonl") else real(p, mode)
+    )
+    return tmp / "c.jsonl", "is not writable"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        _cache_dir,
+        _cache_under_file,
+        lambda tmp: (Path("/proc/headscope-no-such/c.jsonl"), "is on /proc"),
+        _cache_read_only,
+    ],
+    ids=["directory", "under-a-file", "under-proc", "read-only"],
+)
+def test_an_extractor_cache_that_cannot_be_written_is_refused_at_build(
+    case, chat_model, prompt, tmp_path, monkeypatch
+):
+    takes_patch = case is _cache_read_only
+    path, match = case(tmp_path, monkeypatch) if takes_patch else case(tmp_path)
+    with pytest.raises(UsageError, match=f"extractor_cache '{path}'.*{match}"):
+        _build(chat_model, prompt, extractor_cache=str(path))
+
+
+def test_truncated_extractor_weights_are_a_usage_error(chat_model, prompt, tmp_path):
+    import shutil
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(chat_model, folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    hf = HFExtractor(str(folder), str(prompt), device="cpu")
+    with pytest.raises(UsageError, match="no loadable chat model there.*deserializing header"):
+        hf(*PAIRS[0])
+
+
+def test_cli_an_empty_extractor_folder_is_one_usage_line(prompt, tmp_path, capsys):
+    from harness.cli.main import main
+    from tests.fixtures.make_image_doc_fixtures import make_mmlongbench
+
+    (tmp_path / "empty").mkdir()
+    args = make_mmlongbench(tmp_path / "data") | {
+        "extractor": f"hf:{tmp_path / 'empty'}",
+        "extractor_prompt": str(prompt),
+    }
+    argv = ["run", "--tasks", "mmlongbench_doc", "--limit", "1", "--interventions", "none",
+            "--task-args", json.dumps({"mmlongbench_doc": args}),
+            "--output", str(tmp_path / "o")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "holds no chat model" in err, err
+    assert not (tmp_path / "o").exists()

@@ -90,3 +90,72 @@ def test_lmms_plugin_refuses_a_missing_family():
 
     with pytest.raises(SpecError, match="'family' is required"):
         HeadscopeLMM(pretrained="x")
+
+
+def _damaged_toy(tmp_path, weights: str):
+    """A copy of the bundled toy checkpoint whose weights file is cut in half."""
+    import shutil
+
+    from harness.models.toy import TOY_DIR
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(TOY_DIR, folder)
+    if weights == "pytorch_model.bin":  # the older torch format, from the same tensors
+        import torch
+        from safetensors.torch import load_file
+
+        torch.save(load_file(folder / "model.safetensors"), folder / weights)
+        (folder / "model.safetensors").unlink()
+    data = (folder / weights).read_bytes()
+    (folder / weights).write_bytes(data[: len(data) // 2])
+    return folder
+
+
+@pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin"])
+def test_cli_truncated_weights_exit_2_naming_the_checkpoint(weights, tmp_path, capsys):
+    folder = _damaged_toy(tmp_path, weights)
+    argv = ["run", "--model-args", f"pretrained={folder}", "--tasks", "pope_mini", "--limit", "1",
+            "--interventions", "none", "--output", str(tmp_path / "o")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"the weights in '{folder}' cannot be read" in err
+    assert "truncated or damaged: download the checkpoint again" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_bug_while_loading_weights_keeps_its_traceback(monkeypatch, tmp_path):
+    import transformers
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug inside from_pretrained")
+
+    cls = transformers.LlavaForConditionalGeneration
+    monkeypatch.setattr(cls, "from_pretrained", broken)
+    with pytest.raises(RuntimeError, match="a bug inside"):
+        load_adapter(ModelSpec(name="toy"))
+
+
+@pytest.mark.parametrize(
+    ("device", "match"),
+    [
+        ("banana", "'banana' is not a device name"),
+        ("cuda:x", "'cuda:x' is not a device name"),
+        ("CPU", "'CPU' is not a device name"),
+        ("meta", "meta is not available here"),
+        ("mps", "mps is not available here"),
+    ],
+)
+def test_a_device_torch_cannot_parse_or_this_machine_lacks_is_a_clear_error(device, match):
+    import torch
+
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    with pytest.raises(SpecError, match=match):
+        load_adapter(ModelSpec(name="toy", device=device))
+
+
+def test_cpu_with_an_index_is_accepted():
+    from harness.models import loading
+
+    assert loading.missing_device("cpu") is None and loading.missing_device("cpu:0") is None

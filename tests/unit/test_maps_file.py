@@ -104,3 +104,29 @@ def test_not_json(tmp_path):
     (tmp_path / MAPS_JSON).write_text("{")
     with pytest.raises(MapsFormatError, match="cannot read"):
         load_maps(tmp_path)
+
+
+def _replace_npz(root, data: bytes) -> None:
+    """Put ``data`` in place of the arrays, its hash recorded (the index cannot tell)."""
+    import hashlib
+
+    (root / MAPS_NPZ).write_bytes(data)
+    doc = json.loads((root / MAPS_JSON).read_text())
+    doc["arrays"]["sha256"] = hashlib.sha256(data).hexdigest()
+    (root / MAPS_JSON).write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (lambda npz: b"PK\x03\x04 not a zip after all", "BadZipFile"),
+        (lambda npz: npz[: len(npz) // 2], "BadZipFile"),
+        (lambda npz: b"\x93NUMPY garbage", "malformed maps file"),
+    ],
+    ids=["zip-magic-only", "truncated", "npy-magic"],
+)
+def test_arrays_that_are_not_an_npz_are_a_format_error(tmp_path, data, message):
+    write_example_maps(tmp_path)
+    _replace_npz(tmp_path, data((tmp_path / MAPS_NPZ).read_bytes()))
+    with pytest.raises(MapsFormatError, match=message):
+        load_maps(tmp_path)
