@@ -17,7 +17,9 @@ documents then show none, with a warning).
 
 Coordinates and indices, one way everywhere: boxes are in the **original pixels** of their
 medium (the gold box as the task gives it, and the predicted box parsed from the reply with the
-run's recorded box convention, :func:`harness.api.model.parse_box_text`); media are numbered
+run's recorded box convention, :func:`harness.api.model.parse_box_text`; a tube task's
+predicted span and box and a page task's predicted pages as the task logged them in the
+reply's scores: ``pred_positions``/``pred_box``, ``pred_pages``); media are numbered
 **from 0** in the order the model saw them (``index``), and a frame also carries its
 0-based index in the source video (``source``).
 """
@@ -101,10 +103,50 @@ class Budget:
         return self.used >= MAX_TOTAL_BYTES
 
 
+def _logged_regions(scores: Any, media: list[dict[str, Any]], kind: str) -> list[dict] | None:
+    """The predicted regions a task logged in a reply's scores, on the stored media, or None.
+
+    ``pred_positions`` ``[start, end]`` (shown frame positions, end inclusive) with
+    ``pred_box`` (original pixels, or none: the whole frame) for a tube; ``pred_pages``
+    (0-based) for pages.
+    """
+    if not isinstance(scores, dict):
+        return None
+    if kind == "tube" and "pred_positions" in scores:
+        span, box = scores.get("pred_positions"), scores.get("pred_box")
+        if not span:
+            return []
+        return [
+            {"media": i, "box": None if not box else _round(box)}
+            for i, m in enumerate(media)
+            if m["kind"] == "frame" and span[0] <= m["index"] <= span[1]
+        ]
+    if kind == "page" and isinstance(scores.get("pred_pages"), list):
+        pages = {int(x) for x in scores["pred_pages"]}
+        return [
+            {"media": i, "box": None}
+            for i, m in enumerate(media)
+            if m["kind"] == "page" and m["index"] in pages
+        ]
+    return None
+
+
 def _predict(detail: dict[str, Any], source: dict[str, Any], media: list[dict[str, Any]]) -> None:
-    """Give each reply of a box task its parsed box (``region``) on the image of the gold box."""
+    """Give each reply its predicted ``region`` list.
+
+    Tube and page tasks: what the task logged (:func:`_logged_regions`). Box tasks: the box
+    parsed from the reply with the run's box convention, on the image of the gold box.
+    """
     from harness.api.model import parse_box_text
 
+    kind = detail["media"]["evidence"]["kind"]
+    if kind in ("tube", "page"):
+        for replies in detail["replies"]:
+            for r in replies:
+                regions = _logged_regions(r.get("scores"), media, kind)
+                if regions is not None:
+                    r["region"] = regions
+        return
     convention = (source.get("model") or {}).get("box_convention") or "normalized"
     if convention == "pixels_resized" or not media or media[0]["kind"] != "image":
         detail["media"]["predicted_note"] = (
@@ -117,7 +159,7 @@ def _predict(detail: dict[str, Any], source: dict[str, Any], media: list[dict[st
     for replies in detail["replies"]:
         for r in replies:
             box = parse_box_text(str(r.get("output") or ""), size, convention)
-            r["region"] = None if box is None else {"media": 0, "box": _round(box.as_tuple())}
+            r["region"] = [] if box is None else [{"media": 0, "box": _round(box.as_tuple())}]
 
 
 def _round(box: Any) -> list[float]:
@@ -203,7 +245,7 @@ def write_task_media(out: Path, ts: Any, warnings: list[str], budget: Budget | N
             m["src"] = Path(m.pop("file")).relative_to(out).as_posix()
         if d["media"]["media"]:
             shown += 1
-            if d["media"]["evidence"]["kind"] == "box":
+            if d["media"]["evidence"]["kind"]:
                 _predict(d, source, d["media"]["media"])
     if budget.full():
         warnings.append(

@@ -260,8 +260,9 @@ class MMDocIR(Task):
         else:
             predicted = parse_pages(generation.text, n)
         if self.scoring == "official":
-            return self._official(sample, predicted, regions, ctx)
+            return self._official(sample, predicted, regions, ctx) | {"pred_pages": predicted}
         out = {f"recall@{k}": recall_at(predicted, sample.gold_pages, k) for k in KS}
+        out["pred_pages"] = predicted  # 0-based, in the order named (the viewer draws them)
         if self.level == "layout" and sample.layouts:
             sizes = dict(sample.page_sizes)
             boxes = [(p, ctx.parse_box(t, sizes[p]) if p in sizes else None) for p, t in regions]

@@ -18,6 +18,11 @@ from viewer.site import build_site  # noqa: E402
 TASKS = ("refcocog_mini", "pope_mini", "vidstg_mini", "mmdocir_mini")
 N = 3
 REPLY = {"refcocog_mini": "[0.5, 0.25, 1.0, 0.75]"}
+#: What the tube and page tasks log of a reply's prediction (frame positions, pixels; pages).
+PREDICTED = {
+    "vidstg_mini": {"pred_positions": [1, 2], "pred_box": [2.0, 3.0, 20.0, 30.0]},
+    "mmdocir_mini": {"pred_pages": [1, 0]},
+}
 
 
 def _docs(task):
@@ -28,7 +33,14 @@ def _docs(task):
 def _real_job(root, tasks=TASKS):
     """A fixture job whose logs name the tasks' real documents, prompts and logged fields."""
     job = write_fixture_job(root, n_samples=N, tasks=tasks, grounded=())
-    return use_task_documents(job, REPLY)
+    use_task_documents(job, REPLY)
+    for log in (job / "accuracy" / "samples").glob("*.jsonl"):
+        extra = PREDICTED.get(log.name.split("__")[0], {})
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        for row in rows:
+            row["scores"].update(extra)
+        log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return job
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +99,7 @@ def test_gold_and_predicted_boxes_are_in_original_pixels(site):
         assert detail["fields"]["target"] == list(doc.box.as_tuple())  # the same pixels
         for replies in detail["replies"]:
             for r in replies:  # "[0.5, 0.25, 1.0, 0.75]" read in the toy's normalised convention
-                assert r["region"] == {"media": 0, "box": [w / 2, h / 4, w, 3 * h / 4]}
+                assert r["region"] == [{"media": 0, "box": [w / 2, h / 4, w, 3 * h / 4]}]
 
 
 def test_tube_and_page_evidence(site):
@@ -99,10 +111,20 @@ def test_tube_and_page_evidence(site):
         span = detail["fields"]["target"]["span"]
         for r in ev["regions"]:  # each tube box sits on a frame inside the gold span
             assert span[0] <= frames[r["media"]]["source"] <= span[1]
+        media = detail["media"]["media"]
+        for replies in detail["replies"]:  # the logged span on the shown frames, its box
+            for r in replies:
+                assert [media[x["media"]]["index"] for x in r["region"]] == [1, 2]
+                assert {tuple(x["box"]) for x in r["region"]} == {(2.0, 3.0, 20.0, 30.0)}
     for detail in _details(out, "mmdocir_mini"):
         ev = detail["media"]["evidence"]
-        pages = {detail["media"]["media"][r["media"]]["index"] for r in ev["regions"]}
+        media = detail["media"]["media"]
+        pages = {media[r["media"]]["index"] for r in ev["regions"]}
         assert ev["kind"] == "page" and pages == set(detail["fields"]["target"])
+        for replies in detail["replies"]:
+            for r in replies:
+                assert sorted(media[x["media"]]["index"] for x in r["region"]) == [0, 1]
+                assert all(x["box"] is None for x in r["region"])
     for detail in _details(out, "pope_mini"):
         assert detail["media"]["evidence"] == {"kind": None, "regions": []}
 

@@ -35,6 +35,10 @@
     });
   }
 
+  function doc0(detail) {
+    return detail.media || { evidence: {} };
+  }
+
   function showReplies(table, detail, row, choose) {
     var body = HS.clear(document.querySelector("#replies tbody"));
     table.columns.forEach(function (c) {
@@ -43,7 +47,10 @@
       var scoresCell = HS.el("td", { class: "scores" });
       reps.forEach(function (r) {
         var prefix = r.draw !== undefined ? "draw " + r.draw + ": " : "";
-        var region = r.region ? " → box [" + r.region.box.join(", ") + "] px" : "region" in r ? " → no box read" : "";
+        var region = "";
+        if (r.region && r.region.length && doc0(detail).evidence.kind === "box") region = " → box [" + r.region[0].box.join(", ") + "] px";
+        else if (r.region && r.region.length) region = " → " + r.region.length + " " + (doc0(detail).evidence.kind === "page" ? "page(s)" : "frame(s)") + " predicted";
+        else if (r.region) region = " → nothing read";
         replyCell.appendChild(HS.el("div", { text: prefix + (r.error ? "error: " + r.error : r.output) + region }));
         scoresCell.appendChild(HS.el("div", { text: prefix + JSON.stringify(r.scores || {}) }));
       });
@@ -70,16 +77,17 @@
       return;
     }
     var reps = detail.replies[chosen] || [];
-    var predicted = reps.map(function (r) { return r.region; }).filter(function (r) { return r; });
+    var predicted = reps.length && reps[0].region ? reps[0].region : []; /* the first draw's */
     var col = table.columns[chosen];
     var title = "media · gold" + (doc.evidence.kind ? " " + doc.evidence.kind : ": none (not a grounded task)");
     var caption = null;
     if (reps.some(function (r) { return "region" in r; })) {
-      caption = "predicted (dashed blue): reply of #" + (chosen + 1) + " " + col.title + (predicted.length ? "" : " — no box could be read from it") + "; click a reply to draw its box";
+      var what = { box: "box", tube: "span and box", page: "pages" }[doc.evidence.kind];
+      caption = "predicted " + what + " (dashed blue): reply of #" + (chosen + 1) + " " + col.title + (reps.length > 1 ? " (first draw)" : "") + (predicted.length ? "" : " — none could be read from it") + "; click a reply to draw its " + what;
     } else if (doc.predicted_note) {
       caption = doc.predicted_note;
     } else if (doc.evidence.kind) {
-      caption = "the predicted " + (doc.evidence.kind === "tube" ? "span and tube" : "pages") + " are not drawn: see each reply and its scores below";
+      caption = "no predicted region was logged for this reply (see the reply and its scores below)";
     }
     var side = doc.media[0].kind === "image" ? 320 : 200;
     var card = HS.overlayCard(title, doc, null, caption, null, { maxSide: side, predicted: predicted });
