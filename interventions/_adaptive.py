@@ -115,8 +115,11 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         from interventions._selection import model_of
 
         budgets = ranked_layer_budgets(spec, geometry, model_of(adapter))
-    else:
-        budgets = layer_budgets(total, geometry.num_layers)
+    else:  # spread over the attention layers (Qwen3.5's linear layers have no heads)
+        budgets = [0] * geometry.num_layers
+        layers = geometry.head_layers
+        for layer, budget in zip(layers, layer_budgets(total, len(layers)), strict=True):
+            budgets[layer] = budget
     unit = 1 if spec.granularity == "head" else geometry.group_size
     tap = ForwardTap(model)
     visual = _visual_source(model, tap, spec.estimate)
@@ -129,6 +132,7 @@ def attach_adaptive(spec: Any, adapter: Any) -> Iterator[dict[str, Any]]:
                 )  # fmt: skip
             )
             for layer, budget in enumerate(budgets)
+            if layer in geometry.head_layers
         }
     )
     n_full = total * unit

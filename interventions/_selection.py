@@ -148,7 +148,14 @@ def _unit_geometry(geometry: Geometry, granularity: str) -> Geometry:
     if granularity == "head":
         return geometry
     g = geometry
-    return Geometry(g.num_layers, g.num_kv_heads, g.num_kv_heads, g.head_dim, g.hidden_size)
+    return Geometry(
+        g.num_layers,
+        g.num_kv_heads,
+        g.num_kv_heads,
+        g.head_dim,
+        g.hidden_size,
+        attention_layers=g.attention_layers,
+    )
 
 
 def _unit_scores(scores: np.ndarray, geometry: Geometry, granularity: str) -> np.ndarray:
@@ -205,12 +212,15 @@ def select_units(
             raise InterventionError(f"{who}: select={select!r} needs a ranking")
         matrix = _unit_scores(np.asarray(scores, dtype=np.float64), geometry, granularity)
         pick = ram.top_heads if select == "top" else ram.bottom_heads
-        return pick(matrix, n) if n else []
+        if units.attention_layers is None:
+            return pick(matrix, n) if n else []
+        layers = set(units.head_layers)  # layers without heads are never chosen
+        return [h for h in pick(matrix, matrix.size) if h.layer in layers][:n]
     if select == "random":
         rng = np.random.default_rng([int(seed), int(draw)])
-        total = units.num_total_heads
-        idx = sorted(int(i) for i in rng.choice(total, size=n, replace=False))
-        return [Head(i // units.num_heads, i % units.num_heads) for i in idx]
+        every = units.all_heads()  # layer-major: the same draws as L·H indices when all count
+        idx = sorted(int(i) for i in rng.choice(len(every), size=n, replace=False))
+        return [every[i] for i in idx]
     raise InterventionError(f"{who}: unknown select={select!r}")
 
 

@@ -162,7 +162,8 @@ class Hybrid(Intervention):
 
         Yields:
             ``{"name", "keep", "window", "sinks", "window_in_decode", "granularity",
-            "ranking", "ranking_task", "full_units", "full_heads", "n_full", "n_windowed"}``.
+            "ranking", "ranking_task", "full_units", "full_heads", "n_full", "n_windowed",
+            "model_windows"}`` (``model_windows``: layer → the model's own sliding window).
         """
         from harness.attention.dispatch import Plan, Window
 
@@ -190,9 +191,22 @@ class Hybrid(Intervention):
             "full_heads": [str(h) for h in geometry.all_heads() if h not in set(windowed)],
             "n_full": geometry.num_total_heads - len(windowed),
             "n_windowed": len(windowed),
+            "model_windows": _model_windows(adapter.model),
         }
         with installed(adapter.model, Plan.build(window=dict.fromkeys(windowed, win)), "hybrid"):
             yield info
+
+
+def _model_windows(model: Any) -> dict[str, int]:
+    """Layer → the model's own sliding window, for its sliding layers (Gemma3, AyaVision).
+
+    A windowed head there sees the narrower of the two windows, and a kept head keeps the
+    model's window: the mask the model passes is authoritative.
+    """
+    from harness.api.anatomy import layer_kinds
+
+    kinds = layer_kinds(model)
+    return {str(i): k.window for i, k in enumerate(kinds) if k.window is not None}
 
 
 def _zeros(geometry: Any) -> Any:

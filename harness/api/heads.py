@@ -59,6 +59,10 @@ class Geometry:
         head_dim: Per-head dimension.
         hidden_size: Residual width.
         intermediate_size: FFN width (0 if unknown).
+        attention_layers: The layers that have heads, when some have none (linear-attention,
+            conv or MoE layers of hybrid decoders such as Qwen3.5); None = every layer. Heads
+            exist only there: :meth:`all_heads`, :attr:`num_total_heads`, :meth:`count` and
+            :meth:`check` count and accept attention layers only.
     """
 
     num_layers: int
@@ -67,11 +71,19 @@ class Geometry:
     head_dim: int
     hidden_size: int
     intermediate_size: int = 0
+    attention_layers: tuple[int, ...] | None = None
+
+    @property
+    def head_layers(self) -> tuple[int, ...]:
+        """The layers that have heads (every layer unless ``attention_layers`` says otherwise)."""
+        if self.attention_layers is None:
+            return tuple(range(self.num_layers))
+        return self.attention_layers
 
     @property
     def num_total_heads(self) -> int:
-        """All query heads of the decoder (L·H)."""
-        return self.num_layers * self.num_heads
+        """All query heads of the decoder (L·H over the attention layers)."""
+        return len(self.head_layers) * self.num_heads
 
     @property
     def group_size(self) -> int:
@@ -79,14 +91,19 @@ class Geometry:
         return self.num_heads // self.num_kv_heads
 
     def all_heads(self) -> list[Head]:
-        """Every head, layer-major."""
-        return [Head(la, h) for la in range(self.num_layers) for h in range(self.num_heads)]
+        """Every head, layer-major (attention layers only)."""
+        return [Head(la, h) for la in self.head_layers for h in range(self.num_heads)]
 
     def check(self, head: Head) -> Head:
         """Return ``head`` or raise if it does not exist in this geometry."""
         if head.layer >= self.num_layers or head.head >= self.num_heads:
             raise UsageError(
                 f"head {head} outside the model ({self.num_layers} layers × {self.num_heads} heads)"
+            )
+        if head.layer not in self.head_layers:
+            raise UsageError(
+                f"head {head}: layer {head.layer} is not an attention layer (attention layers: "
+                f"{list(self.head_layers)})"
             )
         return head
 

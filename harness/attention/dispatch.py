@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from harness.api.anatomy import decoder_layers, geometry_of, text_config
+from harness.api.anatomy import attention_modules, check_decoder_only, geometry_of, text_config
 from harness.attention.plan import (
     Ablation,
     AttentionRecorder,
@@ -185,7 +185,12 @@ def use_dispatch(model: Any) -> Any:
 
     Works for composite VLM configs (``{"text_config": "headscope", "vision_config": ...}``)
     and for plain text models. Returns ``model``.
+
+    Raises:
+        harness.api.anatomy.UnsupportedModelError: for cross-attention (Mllama) and
+            encoder-decoder (Florence-2, …) models, with the reason.
     """
+    check_decoder_only(model)
     ensure_registered()
     subs = getattr(model.config, "sub_configs", {}) or {}
     if "text_config" in subs:
@@ -220,11 +225,12 @@ def plan_scope(model: Any, plan: Plan) -> Iterator[Plan]:
     if text_config(model)._attn_implementation != ATTN_NAME:
         raise RuntimeError("the text decoder is not on 'headscope'; call use_dispatch(model)")
     plan.validate(geometry_of(model))
-    attns = [layer.self_attn for layer in decoder_layers(model)]
+    modules = attention_modules(model)
+    attns = list(modules.values())
     previous = [getattr(a, _PLAN_ATTR, None) for a in attns]
     previous_plan = current_plan(model)
     try:
-        for idx, attn in enumerate(attns):
+        for idx, attn in modules.items():
             lp = plan.layers.get(idx)
             setattr(
                 attn,

@@ -305,12 +305,17 @@ class Plan:
         return cls({layer: LayerPlan(**kinds) for layer, kinds in per.items()})
 
     def validate(self, geometry: Geometry) -> Plan:
-        """Raise if a layer or head lies outside ``geometry``; return self."""
+        """Raise if a layer or head lies outside ``geometry`` (or in a layer without heads)."""
         for layer, lp in self.layers.items():
             for head in lp.heads():
                 geometry.check(Head(layer, head))
             if not lp.heads() and layer >= geometry.num_layers:
                 raise ValueError(f"layer {layer} outside the model ({geometry.num_layers} layers)")
+            if layer not in geometry.head_layers:
+                raise ValueError(
+                    f"layer {layer} is not an attention layer (attention layers: "
+                    f"{list(geometry.head_layers)})"
+                )
             if lp.route is not None:
                 lp.route.check(geometry.num_heads)
         return self

@@ -86,7 +86,7 @@ def recording(
         model: A model whose text decoder is on the dispatch.
         query_mask: (1, S) query rows.
         key_masks: Name → (1, S) key columns.
-        layers: Record only these layers (default: all).
+        layers: Record only these layers (default: every attention layer).
         keep_mean: Also keep the rows' mean distribution per head (``(1, H, S)`` per layer,
             :attr:`~harness.attention.plan.AttentionRecorder.mean_row`).
 
@@ -105,8 +105,8 @@ def recording(
         plan_scope,
     )
 
-    if layers is None:
-        layers = range(geometry_of(model).num_layers)
+    if layers is None:  # every attention layer (linear/conv layers of hybrids have no heads)
+        layers = geometry_of(model).head_layers
     recorders = {name: AttentionRecorder() for name in key_masks}
     specs = tuple(
         RecordSpec(recorders[n], query_mask, m, keep_mean=keep_mean) for n, m in key_masks.items()

@@ -72,6 +72,22 @@ def _window_kernel(adapter: Any) -> dict[str, Any]:
     return {"selected": window_kernel(), "prefill": resolved_window_kernel(device)}
 
 
+def _layer_kinds(adapter: Any) -> list[str] | None:
+    """Each decoder layer's kind, when the decoder is not all full attention, else None.
+
+    E.g. ``sliding_attention(1024)`` or ``linear_attention``
+    (:func:`harness.api.anatomy.layer_kinds`); None too for a model without an HF config.
+    """
+    from harness.api.anatomy import layer_kinds
+
+    model = getattr(adapter, "model", None)
+    try:
+        kinds = [str(k) for k in layer_kinds(model)]
+    except AttributeError:  # mock and rule-based adapters have no HF text config
+        return None
+    return None if set(kinds) == {"full_attention"} else kinds
+
+
 def collect_provenance(adapter: Any) -> dict[str, Any]:
     """Everything ``RunResults`` needs besides the spec and the entries."""
     settings = dict(adapter.settings())
@@ -83,6 +99,9 @@ def collect_provenance(adapter: Any) -> dict[str, Any]:
         }
     except Exception:  # noqa: BLE001 - mock adapters have no geometry
         settings["geometry"] = None
+    kinds = _layer_kinds(adapter)
+    if kinds is not None:
+        settings["layer_kinds"] = kinds
     return {
         "headscope_version": package_version(),
         "git": git_state(),

@@ -1,0 +1,134 @@
+"""Which decoder layers have heads, the model's own windows, and the models refused by name.
+
+Tiny Qwen3.5 (Gated DeltaNet linear-attention layers 0–2, full attention in layer 3), Gemma3
+and AyaVision (sliding layers), Mllama (cross-attention) and Florence-2 (encoder-decoder), built
+in tests/integration/_tiny_semantics.py.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from harness.api.anatomy import (  # noqa: E402
+    UnsupportedModelError,
+    geometry_of,
+    layer_kinds,
+)
+from harness.api.errors import UsageError  # noqa: E402
+from harness.api.heads import Geometry, Head  # noqa: E402
+from harness.attention.dispatch import (  # noqa: E402
+    AttentionRecorder,
+    Plan,
+    RecordSpec,
+    Window,
+    plan_scope,
+    use_dispatch,
+)
+from interventions._selection import select_units  # noqa: E402
+from tests.integration import _tiny_semantics as tiny  # noqa: E402
+from tests.integration._interventions_util import TinyAdapter, logits, maxdiff  # noqa: E402
+
+
+def test_linear_attention_layers_have_no_heads():
+    model = tiny.qwen3_5()
+    assert [str(k) for k in layer_kinds(model)] == ["linear_attention"] * 3 + ["full_attention"]
+    g = geometry_of(model)
+    assert g.attention_layers == (3,) and g.num_total_heads == 4
+    assert g.all_heads() == [Head(3, h) for h in range(4)]
+    assert g.count(0.5) == 2
+    with pytest.raises(UsageError, match="layer 1 is not an attention layer"):
+        g.check(Head(1, 0))
+    assert geometry_of(tiny.gemma3()).attention_layers is None  # every layer has heads
+
+
+def test_plans_on_a_hybrid_decoder_reach_its_attention_layers_only():
+    model = use_dispatch(tiny.qwen3_5())
+    eager = tiny.qwen3_5()
+    eager.set_attn_implementation("eager")
+    ids = torch.randint(3, tiny.TEXT_TOP, (1, 12), generator=torch.Generator().manual_seed(0))
+    inp = {"input_ids": ids}
+    qmask = torch.zeros(1, 12, dtype=torch.bool)
+    qmask[0, -3:] = True
+    kmask = torch.zeros(1, 12, dtype=torch.bool)
+    kmask[0, 2:6] = True
+    rec = AttentionRecorder()
+    plan = Plan.build(record=RecordSpec(rec, qmask, kmask, keep_rows=True), record_layers=[3])
+    logits(model, inp, plan)
+    with torch.no_grad():
+        att = eager(**inp, output_attentions=True).attentions  # attention layers only
+    assert len(att) == 1
+    assert (rec.rows[3][0] - att[0][0, :, -3:]).abs().max() <= 1e-5
+    windowed = logits(model, inp, Plan.build(window={Head(3, h): Window(2) for h in range(4)}))
+    assert maxdiff(windowed, logits(model, inp), {"attention_mask": torch.ones(1, 12)}) > 1e-3
+    on_linear = Plan.build(record=RecordSpec(rec, qmask, kmask), record_layers=[1])
+    for bad in (Plan.build(window={Head(0, 1): Window(2)}), on_linear):
+        with pytest.raises(ValueError, match="not an attention layer"), plan_scope(model, bad):
+            pass
+
+
+def test_selection_and_hybrid_count_attention_layers_only():
+    adapter = TinyAdapter(tiny.qwen3_5())
+    g = adapter.geometry
+    picked = select_units(g, "random", 3, seed=1)
+    assert len(picked) == 3 and {h.layer for h in picked} == {3}
+    scores = torch.rand(4, 4).numpy()
+    scores[:3] = 5.0  # layers without heads never win, whatever a matrix holds there
+    assert {h.layer for h in select_units(g, "top", 2, scores=scores)} == {3}
+    assert {h.layer for h in select_units(g, "bottom", 2, scores=-scores)} == {3}
+    from interventions.hybrid import Hybrid
+
+    with Hybrid(keep=0, window=3).attach(adapter) as info:
+        assert info["n_windowed"] == 4 and info["model_windows"] == {}
+
+
+def test_random_draws_are_unchanged_where_every_layer_has_heads():
+    g = Geometry(3, 4, 2, 8, 32)
+    import numpy as np
+
+    rng = np.random.default_rng([7, 2])
+    idx = sorted(int(i) for i in rng.choice(12, size=5, replace=False))
+    want = [Head(i // 4, i % 4) for i in idx]
+    assert select_units(g, "random", 5, seed=7, draw=2) == want
+
+
+def test_the_models_own_sliding_layers_are_shown_and_compose_with_hybrid():
+    model = tiny.gemma3()
+    kinds = [str(k) for k in layer_kinds(model)]
+    assert kinds == ["sliding_attention(6)"] * 5 + ["full_attention"]
+    assert [str(k) for k in layer_kinds(tiny.aya_vision())][-2:] == [
+        "sliding_attention(6)",
+        "full_attention",
+    ]
+    adapter = TinyAdapter(model)
+    inp = tiny.image_inputs(model, 4, pads=(0, 3), seed=1, text_before=13)
+    dense = logits(model, inp)
+    wide = Plan.build(window={Head(la, h): Window(9) for la in range(5) for h in range(4)})
+    assert maxdiff(logits(model, inp, wide), dense, inp) <= 2e-5  # the model's 6 is narrower
+    from interventions.hybrid import Hybrid
+
+    with Hybrid(keep=0, window=3).attach(adapter) as info:
+        assert info["model_windows"] == {str(i): 6 for i in range(5)}
+
+
+@pytest.mark.parametrize(
+    "build, words",
+    [
+        (tiny.mllama, "MllamaForConditionalGeneration reads the image through cross-attention"),
+        (tiny.florence2, "Florence2ForConditionalGeneration is an encoder-decoder model"),
+    ],
+)
+def test_cross_attention_and_encoder_decoder_models_are_refused_by_name(build, words):
+    with pytest.raises(UnsupportedModelError, match=words) as err:
+        use_dispatch(build())
+    assert isinstance(err.value, UsageError) and err.value.hint
+
+
+def test_run_results_record_the_layer_kinds_of_mixed_decoders():
+    from harness.run.provenance import collect_provenance
+    from harness.testing.tiny import build_tiny_model
+
+    gemma = collect_provenance(TinyAdapter(tiny.gemma3()))["model"]
+    assert gemma["layer_kinds"] == ["sliding_attention(6)"] * 5 + ["full_attention"]
+    qwen = collect_provenance(TinyAdapter(tiny.qwen3_5()))["model"]
+    assert qwen["layer_kinds"][0] == "linear_attention"
+    assert "layer_kinds" not in collect_provenance(TinyAdapter(build_tiny_model("llava")))["model"]
