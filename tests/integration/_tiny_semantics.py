@@ -239,14 +239,15 @@ def image_inputs(
     return out
 
 
-def use_eager_reference(model, windows: dict | None = None) -> None:
+def use_eager_reference(model, windows: dict | None = None, uniform: frozenset = frozenset()):
     """Run the text decoder on its own ``eager_attention_forward`` with narrowed masks.
 
     The masked eager reference of a window plan: each layer calls the eager attention of the
     model's modeling module (softcapping and all) with HF's mask, where every head listed in
     ``windows`` (``Head`` → ``Window``) gets :func:`harness.attention.window.window_mask` of
-    that mask instead. A None mask is the module's default (causal, or none when
-    ``is_causal`` is False).
+    that mask instead, and every head in ``uniform`` gets a zero query (equal logits: the
+    uniform ablation's definition). A None mask is the module's default (causal, or none
+    when ``is_causal`` is False).
     """
     import sys
 
@@ -266,6 +267,10 @@ def use_eager_reference(model, windows: dict | None = None) -> None:
             if module.is_causal:
                 mask = torch.ones(q_len, kv_len, dtype=torch.bool).tril(kv_len - q_len)[None, None]
         per_head = mask.expand(batch, 1, q_len, kv_len).repeat(1, heads, 1, 1)
+        zeroed = [h for h in range(heads) if _head(module.layer_idx, h) in uniform]
+        if zeroed:
+            query = query.clone()
+            query[:, zeroed] = 0
         for head in range(heads):
             win = windows.get(_head(module.layer_idx, head))
             if win is not None and (q_len > 1 or win.in_decode):
