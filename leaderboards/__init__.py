@@ -18,7 +18,8 @@ Files to touch for a new table:
    ``leaderboards/figures.py`` for a figure;
 4. ``tests/data/leaderboards/regen.py`` — an input for it, then rerun it to rewrite the inputs
    and the goldens (its README says how), and a test in ``tests/unit/test_leaderboards*.py``;
-5. README, where ``headscope leaderboard`` lists its tables ("Running a grid").
+5. docs/reference.md ("Probes and benchmarks", where ``headscope leaderboard`` is shown):
+   a line on the new table.
 
 Typical use::
 

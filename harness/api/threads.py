@@ -3,7 +3,7 @@
 torch's CPU kernels run on an OpenMP pool of ``torch.get_num_threads()`` threads (default:
 the cores). OpenMP's default lets an idle pool thread spin for a while before it sleeps; when
 other processes hold the cores, the spinning threads take the time the working ones need
-and a run can become many times slower (README, "CPU threads" has the measurements).
+and a run can become many times slower (docs/performance.md, "CPU threads", has the measurements).
 ``headscope`` therefore asks for passive waiting (``OMP_WAIT_POLICY=PASSIVE``) unless the
 environment says otherwise; it must be set before torch loads, which
 :func:`prepare_environment` does first thing in the command line. Light at import: os only.
