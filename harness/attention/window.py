@@ -77,10 +77,12 @@ def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
     """
     import torch
 
-    if attention_mask is None:
-        return False
+    if attention_mask is None or attention_mask.device.type == "meta":
+        return False  # meta: shapes only, no values to read (the device tests)
     mask = attention_mask
-    key = (mask.data_ptr(), tuple(mask.shape), mask.stride(), mask._version, str(mask.device))
+    # Inference tensors (torch.inference_mode, as generation runs) keep no version counter.
+    version = -1 if mask.is_inference() else mask._version
+    key = (mask.data_ptr(), tuple(mask.shape), mask.stride(), version, str(mask.device))
     hit = _AHEAD.get(key)
     if hit is not None and hit[0]() is attention_mask:
         return hit[1]

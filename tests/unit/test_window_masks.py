@@ -94,3 +94,16 @@ def test_keys_ahead_detects_non_causal_masks_only():
     assert keys_ahead(block_mask([0], 9, 9, [], prefix=3))
     assert keys_ahead(block_mask([0], 4, 9, [(6, 9)]))  # ahead of the query, behind the cache
     assert not keys_ahead(block_mask([0], 1, 9, [(2, 5)]))  # decode row: nothing ahead
+
+
+def test_keys_ahead_reads_inference_and_meta_masks():
+    """Generation runs under torch.inference_mode, whose tensors keep no version counter."""
+    import torch
+
+    from harness.attention.window import keys_ahead
+
+    with torch.inference_mode():
+        causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]
+        both_ways = torch.ones(1, 1, 4, 4, dtype=torch.bool)
+        assert keys_ahead(causal) is False and keys_ahead(both_ways) is True
+    assert keys_ahead(torch.empty(1, 1, 4, 4, dtype=torch.bool, device="meta")) is False
