@@ -5,10 +5,12 @@ GPT-4o to turn a free-form reply into "Extracted answer: … Answer format: …"
 the extracted answer. Two extractors, one of which is named in the task's settings; neither
 ever stands in for the other:
 
-- :class:`RuleExtractor` (``extractor="rules"``): no model. Markdown and a leading
-  "Answer:" are dropped, surrounding whitespace and one final "." removed — unless the "."
-  ends an abbreviation ("10:30 a.m.", "U.S.", "J.", "Apple Inc.", "Jr."), where the release's
-  ``eval_score`` compares exactly (``is_exact_match``: "a.m." / "p.m.") or by ANLS; a reply
+- :class:`RuleExtractor` (``extractor="rules"``): no model; headscope's own rule (the release
+  has none: GPT-4o extracts). Markdown and a leading "Answer:" are dropped, surrounding
+  whitespace and one final "." removed — unless the "." ends an abbreviation ("10:30 a.m.",
+  "U.S.", "J.", "Apple Inc.", "Jr."), where the release's ``eval_score`` compares exactly
+  (``is_exact_match``: "a.m." / "p.m.") or by ANLS; the "." after a decimal ("3.14.",
+  "1,200.50.", "0.5.") is removed (``eval_score``'s ``float`` fails with it); a reply
   that says the question cannot be answered ("not answerable", "unanswerable", "cannot be
   answered", "not mentioned", "no information", or just "N/A") becomes "Not answerable".
 - :class:`EndpointExtractor` (``extractor="openai"``): any OpenAI-compatible
@@ -51,10 +53,13 @@ _SAYS_NA = re.compile(
     re.I,
 )
 _SAYS_NA_WHOLE = re.compile(r"n/a", re.I)  # the whole reply, "." allowed after it
-# A final "." that belongs to the last word: "a.m.", "U.S.", "e.g." (a dot inside the word),
-# an initial ("J.") or a common title / company abbreviation ("Inc.", "Jr.").
+# A final "." that belongs to the last word: "a.m.", "U.S.", "e.g." (letters around a dot
+# inside the word), an initial ("J.") or a common title / company abbreviation ("Inc.",
+# "Jr."). Digits are not letters here: the "." after a decimal ("3.14.", "1,200.50.", "0.5.")
+# ends the sentence and is removed, since eval_score's float() fails on "3.14.".
 _ABBREVIATION = re.compile(
-    r"(?:\b\w+\.\w+\.|\b[A-Za-z]\.|\b(?:inc|ltd|co|corp|jr|sr|st|dr|mr|mrs|ms|prof|etc|vs)\.)$",
+    r"(?:\b[^\W\d_]+\.[^\W\d_]+\.|\b[A-Za-z]\.|"
+    r"\b(?:inc|ltd|co|corp|jr|sr|st|dr|mr|mrs|ms|prof|etc|vs)\.)$",
     re.I,
 )
 _MARKUP = re.compile(r"[*_`#]+")

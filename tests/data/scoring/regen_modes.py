@@ -495,6 +495,13 @@ MMLB = [
         1.0,
     ),
     ("sentence_end", "Paris.", "Paris", "Str", "Paris", 1.0),
+    # a "." after a decimal ends the sentence (it is not an abbreviation's, as in "U.S.")
+    ("decimal_end", "3.14.", "3.14", "Float", "3.14", 1.0),
+    ("decimal_end", "1,200.50.", "1200.5", "Float", "1,200.50", 1.0),
+    ("decimal_end", "0.5.", "0.5", "Float", "0.5", 1.0),
+    ("decimal_end", "The ratio is 0.5.", "0.5", "Float", "The ratio is 0.5", 1.0),
+    ("decimal_end", "3.14.", "3.14", "Str", "3.14", 1.0),
+    ("abbreviation", "U.S.A.", "U.S.A.", "Str", "U.S.A.", 1.0),
     ("na", "N/A.", "Not answerable", "None", "Not answerable", 1.0),
     ("na", "n/a", "Not answerable", "Str", "Not answerable", 1.0),
     ("email", "info@example.com", "info@example.com", "Str", "info@example.com", 1.0),
