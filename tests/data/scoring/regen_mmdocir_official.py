@@ -83,6 +83,10 @@ PAGE = [
     ("3 pages: 2, 4, 6", 10, [3], [2, 1, 3, 5], "a count read as a page"),
     ("The relevant pages are 4 and 2, most relevant first.", 5, [1, 3], [3, 1], "prose"),
     ("Page 2.", 3, [0, 1, 2], [1], "three gold pages"),
+    ("Page III", 10, [2], [2], "roman numeral after 'page'"),
+    ("pages ii and iv", 10, [3], [1, 3], "lower-case roman list"),
+    ("Pages II-IV", 10, [3], [1, 2, 3], "roman range"),
+    ("I think it is page 4 and I am sure.", 10, [0], [3], "the pronoun 'I' is not page 1"),
 ]
 # Layout cases: page_size 612x792, page images 306x396 px (scale 0.5). Each case: (reply,
 # n_pages, page_id, gold [(page, bbox)], box convention, hand regions [(page, bbox) or None],
@@ -135,6 +139,8 @@ LAYOUT = [
      [(0, [0, 0, 612, 792])], "pixels", [None, (0, [0, 0, 306, 396])], [1, 0],
      "half the page at rank 2"),
     ("", 3, [0], [G], "pixels", [], [], "empty reply"),
+    ("page I: [25, 30, 125, 50.25]", 3, [0], [G], "pixels", [(0, [50, 60, 250, 100.5])], [0],
+     "roman page number of a region"),
 ]
 # fmt: on
 
