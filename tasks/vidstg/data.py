@@ -24,6 +24,7 @@ __all__ = [
     "VidSTGSample",
     "vidor_box",
     "normalise_entry",
+    "box_text",
     "parse_span",
     "tube_scores",
 ]
@@ -54,6 +55,12 @@ _BOXES = re.compile(
     re.S,
 )
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+# "(x1, y1, x2, y2) = (140, 120, 340, 360)": the corners named, then their values in
+# parentheses ("=", ":" or nothing between); the names alone are not numbers of the reply.
+_CORNERS = r"\(\s*x_?1\s*,\s*y_?1\s*,\s*x_?2\s*,\s*y_?2\s*\)"
+_VALUE = r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+_NAMED_BOX = re.compile(rf"{_CORNERS}\s*[=:]?\s*\({_VALUE},{_VALUE},{_VALUE},{_VALUE}\)", re.I)
+_CORNER_NAMES = re.compile(_CORNERS, re.I)
 
 
 def _drop_box(match: re.Match[str]) -> str:
@@ -201,11 +208,25 @@ def _tube(trajectories: Sequence[Any], tid: int, span: tuple[int, int], where: s
     return tube
 
 
+def box_text(text: str) -> str:
+    """``text`` with each named parenthesised box written as ``[x1, y1, x2, y2]``.
+
+    headscope's own reading of a reply (TubeDETR predicts boxes, it reads no text): a box
+    written "(x1, y1, x2, y2) = (140, 120, 340, 360)" (also "(x_1, …)", ":" or nothing for
+    "=") is the box ``[140, 120, 340, 360]`` in the family's convention, at the place it is
+    written; the adapter's box parser reads the result
+    (:attr:`~harness.api.task.ScoringContext.parse_video_box`).
+    """
+    return _NAMED_BOX.sub(lambda m: "[" + ", ".join(m.groups()) + "]", text)
+
+
 def parse_span(text: str) -> tuple[int, int] | None:
     """Frame positions ``(start, end)`` from a reply such as ``"<start>-<end> [...]"``, or None.
 
     Every box (``[..]`` holding three or more numbers, ``(x1,y1),(x2,y2)``,
-    ``<|box_start|>..<|box_end|>``) is removed first, wherever it stands, so a box before the
+    ``<|box_start|>..<|box_end|>``, a named box "(x1, y1, x2, y2) = (…)" of :func:`box_text`,
+    and the corner names "(x1, y1, x2, y2)" alone) is removed first, wherever it stands, so a
+    box before the
     span does not hide it ("[2, 6]" stays: a span in brackets). The span is the first "A-B",
     "A–B", "A~B", "A, B", "A to B", "A through/until/and B" (an optional "frame" before B:
     "Frame 3 through frame 7" is (3, 7)) or the same in other languages ("2 bis 6", "2 al 6",
@@ -215,7 +236,7 @@ def parse_span(text: str) -> tuple[int, int] | None:
     lone number is a one-frame span. Reversed ends are swapped; None means no number outside
     the boxes.
     """
-    head = _BOXES.sub(_drop_box, text)
+    head = _BOXES.sub(_drop_box, _CORNER_NAMES.sub(" ", box_text(text)))
     found = [m for m in (_SPAN.search(head), _LABELED.search(head)) if m]
     match = min(found, key=lambda m: m.start()) if found else None
     listed = next((m for m in _LIST.finditer(head) if len(_ONE.findall(m.group())) >= 3), None)

@@ -18,7 +18,8 @@ frame ends, tubes as per-frame boxes, VidOR boxes as xyxy pixel boxes); one samp
 
 Request: ``num_frames`` frames sampled uniformly over ``used_segment``; the model answers
 ``"<start>-<end> [x1, y1, x2, y2]"`` with 0-based positions among the shown frames (end
-inclusive) and one box in the family's coordinate convention on a shown frame, parsed by the
+inclusive) and one box in the family's coordinate convention on a shown frame (also read when
+written "(x1, y1, x2, y2) = (…)": :func:`tasks.vidstg.data.box_text`), parsed by the
 adapter as a box on a video frame (``ScoringContext.parse_video_box`` with the number of shown
 frames: Qwen2.5-VL's pixels are those of the frames as its *video* processor resized them).
 Boxes, tubes and that resize use the annotation's ``width`` × ``height``: a video whose decoded
@@ -74,6 +75,7 @@ from tasks.common.loading import require
 from tasks.vidstg.data import (
     SENTENCE_TYPES,
     VidSTGSample,
+    box_text,
     normalise_entry,
     parse_span,
     tube_scores,
@@ -286,7 +288,8 @@ class VidSTG(Task):
         """Temporal and spatio-temporal IoU under the scoring mode (see the module docstring)."""
         shown = self.shown_frames(sample)
         positions = parse_span(generation.text)
-        box = ctx.parse_video_box(generation.text, (sample.width, sample.height), len(shown))
+        size = (sample.width, sample.height)
+        box = ctx.parse_video_box(box_text(generation.text), size, len(shown))
         result = tube_scores(shown, sample.span, sample.tube, positions, box)
         evaluable = result is not None
         if self.scoring == "official":

@@ -10,7 +10,10 @@ on an annotation file built here in its own format; nothing of it is vendored. U
     G="git --git-dir=<TubeDETR mirror>"
     $G show d70c0ee:datasets/vidstg_eval.py > DIR/vidstg_eval.py
     $G show d70c0ee:util/box_ops.py > DIR/box_ops.py
-    python tests/data/scoring/regen_vidstg_official.py --refs DIR    # needs numpy
+    PYTHONHASHSEED=1 python tests/data/scoring/regen_vidstg_official.py --refs DIR  # numpy
+
+(``summarize`` walks the sentence types as a set: the hash seed only orders the per-type keys
+of the aggregate; 1 writes them in the committed order.)
 
 What is supplied instead of TubeDETR's own modules (written into the JSON's provenance):
 ``util.dist`` (only ``is_main_process`` is called, by ``summarize``: True, one process) and
@@ -33,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from harness.api.model import parse_box_text  # noqa: E402
-from tasks.vidstg.data import parse_span  # noqa: E402
+from tasks.vidstg.data import box_text, parse_span  # noqa: E402
 
 REPO, COMMIT = "antoyang/TubeDETR", "d70c0eed94da09a9a5e4329c937230ecfb1d3ee6"
 FPS = 5  # VidSTGEvaluator's fps (TubeDETR's default)
@@ -148,6 +151,17 @@ CASES = [
     # vIoU exactly at the thresholds (3/10 and 4 × 0.5 / 4): "> R" counts neither
     ("threshold", "F", "pixels", "0-9 [100, 100, 300, 300]", (0, 9), [100, 100, 300, 300]),
     ("threshold", "F", "pixels", "2-4 [100, 100, 300, 200]", (2, 4), [100, 100, 300, 200]),
+    # headscope's rule: a box written with its corners named, "(x1, y1, x2, y2) = (…)"
+    ("named_box", "A", "pixels", "2-6 (x1, y1, x2, y2) = (140, 120, 340, 360)", (2, 6), PX),
+    ("named_box", "A", "pixels",
+     "(x1, y1, x2, y2) = (140, 120, 340, 360), frames 2 to 6", (2, 6), PX),
+    ("named_box", "A", "normalized", "(x1,y1,x2,y2)=(0.21875,0.25,0.53125,0.75) frames 2-6",
+     (2, 6), PX),
+    ("named_box", "A", "pixels",
+     "Box (x_1, y_1, x_2, y_2): (150, 110, 350, 370) from frame 3 to frame 5", (3, 5),
+     [150, 110, 350, 370]),
+    ("named_box", "A", "pixels", "Frames 2-6, box (x1, y1, x2, y2): [140, 120, 340, 360]",
+     (2, 6), PX),
 ]
 # fmt: on
 
@@ -159,7 +173,7 @@ def sentence_type(i: int) -> str:
 def read(convention: str, reply: str, size: tuple[int, int]):
     """headscope's reading of a reply (the parsers the task and the adapters use)."""
     resized = RESIZED if convention == "pixels_resized" else None
-    box = parse_box_text(reply, size, convention, resized_size=resized)
+    box = parse_box_text(box_text(reply), size, convention, resized_size=resized)
     return parse_span(reply), None if box is None else list(box.as_tuple())
 
 
@@ -296,7 +310,8 @@ def main() -> None:
             "summarize() of a second run with every qtype 'all' (TubeDETR reports per qtype "
             "only; headscope's unsuffixed metrics are that mean over all sentences)",
             "reading": "by hand; asserted equal to headscope's parse_span and "
-            "harness.api.model.parse_box_text (box within 1e-9 px) before running",
+            "harness.api.model.parse_box_text after tasks.vidstg.data.box_text (box within "
+            "1e-9 px) before running",
         },
         "regenerate": "python tests/data/scoring/regen_vidstg_official.py --refs DIR (see its "
         "docstring)",
