@@ -53,9 +53,6 @@ __all__ = [
     "accuracy_draws_table",
 ]
 
-#: The ``better`` cell of a metric the results hold without a definition.
-NO_DEFINITION = "no definition"
-
 _DRAW_COLUMNS = (
     Column("draws", "draws", "int"),
     Column("draw_sd", "sd over draws", "float"),
@@ -139,7 +136,7 @@ def accuracy_table(runs: Sequence[Run], all_metrics: bool = False) -> Table:
     """The long accuracy table (one row per model × settings × task × line × metric)."""
     ctx = _Context(runs)
     dirs = directions(runs)
-    rows, has_ci, no_base, undefined = [], False, set(), set()
+    rows, has_ci, no_base = [], False, set()
     for line in ctx.lines:
         cell = line.first
         for name in metric_names(cell, all_metrics):
@@ -151,18 +148,14 @@ def accuracy_table(runs: Sequence[Run], all_metrics: bool = False) -> Table:
             has_ci = has_ci or lo is not None or hi is not None
             if cell.group not in ctx.baselines:
                 no_base.add(f"{ctx.models[cell.run.model]}/{cell.entry.task}")
-            higher = dirs.get((cell.entry.task, name))
-            if higher is None:
-                undefined.add(f"{cell.entry.task}/{name}")
+            higher = dirs[(cell.entry.task, name)]  # defined: load_sources refuses others
             rows.append(
                 {
                     **ctx.head(cell),
                     "intervention": line.label,
                     "intervention_id": line.identity,
                     "metric": name,
-                    "better": NO_DEFINITION
-                    if higher is None
-                    else ("higher" if higher else "lower"),
+                    "better": "higher" if higher else "lower",
                     **stats,
                     "delta": ctx.delta(cell, name, stats.get("value")),
                     "ci_low": None if lo is None else lo.value,
@@ -193,11 +186,6 @@ def accuracy_table(runs: Sequence[Run], all_metrics: bool = False) -> Table:
         notes.append(_draw_note(drawn))
     if no_base:
         notes.append("No 'none' baseline (Δ missing) for: " + ", ".join(sorted(no_base)))
-    if undefined:
-        notes.append(
-            f"better = {NO_DEFINITION}: the results declare no such metric for the task "
-            "(direction and meaning unknown): " + ", ".join(sorted(undefined))
-        )
     notes += ctx.notes()
     return Table("accuracy", "Accuracy", tuple(columns), tuple(rows), tuple(notes))
 

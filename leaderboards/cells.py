@@ -23,6 +23,7 @@ from typing import Any
 
 from leaderboards.labels import intervention_label, path_args, short_paths
 from leaderboards.settings import (
+    CI_SUFFIXES,
     MergeError,
     check_unique,
     combine,
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 DRAW_ARG = "draw"
-CI_SUFFIXES = ("_ci_low", "_ci_high")
 # Label forms of a draw mean, tried in order until labels are unique within every group.
 _DRAW_DROPS = (("draw", "draws", "seed"), ("draw", "draws"), ("draw",))
 
@@ -160,12 +160,11 @@ def directions(runs: Sequence[Run]) -> dict[tuple[str, str], bool]:
 def metric_names(cell: Cell, all_metrics: bool) -> list[str]:
     """The cell's metrics (CI companions excluded); the first unless all.
 
-    Declared metrics come first, in their order; metrics the entry holds without a
-    definition follow (tables label them ``no definition``).
+    Declared metrics, in their order (a metric without a definition is refused when the
+    results are loaded, :func:`leaderboards.sources.load_sources`).
     """
     defs = [d.name for d in cell.run.results.metric_defs.get(cell.entry.task, [])]
-    names = defs + [m.name for m in cell.entry.metrics if m.name not in defs]
-    names = [n for n in names if not n.endswith(CI_SUFFIXES)]
+    names = [n for n in defs if not n.endswith(CI_SUFFIXES)]
     return names if all_metrics else names[:1]
 
 

@@ -93,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODE",
         help="read each run's results.scoring-MODE.json (headscope rescore) where there is "
         "one, and refuse results scored under another mode (default: each run's own "
-        "results.json; rescored copies beside it are left out, with a warning)",
+        "results.json; a run folder that also holds rescored copies is refused)",
     )
     parser.add_argument(
         "--all-metrics", action="store_true", help="every metric of a task, not only its first"
@@ -230,6 +230,17 @@ def check_output(out: str | Path) -> None:
         )
 
 
+def _check_k_fits(sources: Sources, k: float) -> None:
+    """Refuse a ``--universal-k`` count above the heads of a ranking read."""
+    for f in sources.rankings if k >= 1 else ():
+        total = f.ranking.num_layers * f.ranking.num_heads
+        if k > total:
+            raise UsageError(
+                f"--universal-k {int(k)} exceeds the {total} heads of the ranking {f.path}",
+                hint=f"give a count ≤ {total} or a fraction in (0, 1)",
+            )
+
+
 def _not_ours(path: Path) -> bool:
     """A JSON file a leaderboard did not write: another command's output, or unreadable."""
     import json
@@ -248,11 +259,12 @@ def run(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format or [DEFAULT_FORMATS])
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}")
-    heads_k = args.heads_k
-    if not math.isfinite(heads_k) or not (heads_k == int(heads_k) >= 1 or 0 < heads_k < 1):
-        raise UsageError(
-            f"--heads-k must be a whole count ≥ 1 or a fraction in (0, 1), got {heads_k}"
-        )
+    for flag, k in (("--heads-k", args.heads_k), ("--universal-k", args.universal_k)):
+        if not math.isfinite(k) or not (k == int(k) >= 1 or 0 < k < 1):
+            raise UsageError(
+                f"{flag} must be a whole count ≥ 1 or a fraction in (0, 1), got {k}",
+                hint=f"e.g. {flag} 0.05",
+            )
     if args.scoring is not None:
         from harness.api.scoring import check_scoring
 
@@ -270,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_and_write(args: argparse.Namespace, formats: list[str]) -> int:
     sources = load_sources(args.inputs, scoring=args.scoring)
+    _check_k_fits(sources, args.universal_k)
     for warning in sources.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
     tables = build_tables(sources, args.all_metrics, args.universal_k, args.n_boot, args.heads_k)

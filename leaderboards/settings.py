@@ -47,6 +47,8 @@ _NOT_SETTINGS = (*IDENTITY_KEYS, "geometry", "resize", "video_resize")
 _VIDEO_CAP = ("cap_pixels_per_frame", "max_video_tokens")
 #: The scoring mode of results written before tasks recorded one.
 UNRECORDED_SCORING = "unrecorded"
+#: Suffixes of a metric's confidence-interval companions (``accuracy_ci_low``).
+CI_SUFFIXES = ("_ci_low", "_ci_high")
 
 
 class MergeError(UsageError):

@@ -25,10 +25,12 @@ a file elsewhere is skipped (with a warning; pass it explicitly to read it), and
 reached through links are not searched.
 
 Rescored results: ``headscope rescore`` writes ``results.scoring-MODE.json`` beside a run's
-``results.json``; both hold the same run. From a folder one results file per run is read:
-``results.json`` by default, or with ``scoring=MODE`` (``--scoring MODE``) its
-``results.scoring-MODE.json`` where there is one (the run's own ``results.json`` where there
-is none); the copies left out are named in a warning. Files passed explicitly are always read.
+``results.json``; both hold the same run. From a folder one results file per run is read, in
+the mode the user declares: with ``scoring=MODE`` (``--scoring MODE``) its
+``results.scoring-MODE.json`` where there is one, else the run's own ``results.json`` (refused
+if it was scored in another mode); without it, a run folder that holds rescored copies is
+refused naming them (it used to read ``results.json`` with a warning, easily missed). Files
+passed explicitly are always read.
 
 Grouping: numbers are compared only under the same *settings*: everything recorded as
 changing numbers (model adapter settings minus identity, ``RunResults.settings``, task
@@ -50,6 +52,7 @@ from typing import Any
 
 from harness.api.errors import UsageError
 from leaderboards.settings import (
+    CI_SUFFIXES,
     IDENTITY_KEYS,
     UNRECORDED_SCORING,
     MergeError,
@@ -169,8 +172,12 @@ def _files(path: Path, sources: Sources) -> list[Path]:
 _RESCORED = re.compile(r"^(?P<stem>.+)\.scoring-(?P<mode>[^/]+)\.json$")
 
 
-def _pick_results(files: list[Path], scoring: str | None, sources: Sources) -> list[Path]:
-    """One results file per run folder: the run's own, or its copy rescored under ``scoring``."""
+def _pick_results(files: list[Path], scoring: str | None) -> list[Path]:
+    """One results file per run folder: the run's own, or its copy rescored under ``scoring``.
+
+    Raises:
+        MergeError: ``scoring`` is None and a run folder holds rescored copies.
+    """
     copies: dict[Path, dict[str, Path]] = {}  # the run's own file -> {mode: rescored copy}
     for file in files:
         match = _RESCORED.match(file.name)
@@ -179,18 +186,18 @@ def _pick_results(files: list[Path], scoring: str | None, sources: Sources) -> l
             copies.setdefault(own, {})[match["mode"]] = file
     left_out: set[Path] = set()
     for own, modes in copies.items():
-        chosen = modes.get(scoring) if scoring is not None else None
+        if scoring is None:  # two modes of one run: which one is read is the user's to say
+            names = ", ".join(modes[m].name for m in sorted(modes))
+            raise MergeError(
+                f"{own.parent} holds {own.name} and its rescored {names}: the leaderboard "
+                "reads one scoring mode per run",
+                hint=f"choose it with --scoring {'|'.join(sorted(modes))} (or the mode "
+                f"{own.name} was scored in), or pass the results file itself",
+            )
+        chosen = modes.get(scoring)
         left_out.update(copy for copy in modes.values() if copy != chosen)
         if chosen is not None:
             left_out.add(own)
-        rest = sorted(m for m in modes if modes[m] != chosen)
-        if rest:
-            used = (chosen or own).name
-            sources.warnings.append(
-                f"{own.parent}: read {used}, left out the rescored "
-                f"{', '.join(modes[m].name for m in rest)} (choose one with --scoring "
-                f"{'|'.join(rest)})"
-            )
     return [f for f in files if f not in left_out]
 
 
@@ -331,7 +338,7 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
     for raw in paths:
         path = Path(raw)
         found = _files(path, sources)
-        for file in found if path.is_file() else _pick_results(found, scoring, sources):
+        for file in found if path.is_file() else _pick_results(found, scoring):
             real = file.resolve()
             if real in seen:
                 continue
@@ -374,6 +381,7 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
                     f"{file}: malformed {kind} file ({type(exc).__name__}: {exc})"
                 ) from None
     sources.runs = _separate_models(sources.runs)
+    _check_definitions(sources.runs)
     check_scoring(sources.runs)
     if scoring is not None:
         _check_mode(sources.runs, scoring)
@@ -384,6 +392,29 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
             f"no headscope results found in {names}" + (f" ({skipped})" if skipped else "")
         )
     return sources
+
+
+def _check_definitions(runs: Sequence[Run]) -> None:
+    """Refuse a metric its results file does not define (``metric_defs``).
+
+    Without a definition its direction (higher or lower is better), meaning and bounds are
+    unknown, so no table can say whether a change is a gain or a loss. A declared metric's
+    confidence-interval companions (``<metric>_ci_low`` / ``_ci_high``) need none of their own.
+    """
+    for run in runs:
+        for entry in run.results.entries:
+            defined = {d.name for d in run.results.metric_defs.get(entry.task, [])}
+            for metric in entry.metrics:
+                base = metric.name
+                for suffix in CI_SUFFIXES:
+                    base = base.removesuffix(suffix)
+                if metric.name not in defined and base not in defined:
+                    raise MergeError(
+                        f"{run.path}: {entry.task}/{entry.intervention} holds metric "
+                        f"{metric.name!r}, which its metric_defs do not define (direction and "
+                        f"meaning unknown; defined: {sorted(defined) or 'none'})",
+                        hint="declare it in the task's metrics and rerun, or leave this file out",
+                    )
 
 
 def _check_mode(runs: Sequence[Run], scoring: str) -> None:

@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port of --serve (default 8000)")
     parser.add_argument("--no-figures", action="store_true", help="leave the figures out")
     parser.add_argument(
+        "--scoring",
+        default=None,
+        metavar="MODE",
+        help="read each run's results.scoring-MODE.json (headscope rescore) where there is one, "
+        "as leaderboard --scoring does (default: each run's own results.json; a run folder "
+        "that also holds rescored copies is refused)",
+    )
+    parser.add_argument(
         "--n-boot",
         type=int,
         default=1000,
@@ -67,7 +75,7 @@ def build(args: argparse.Namespace, out: Path) -> None:
     from viewer.site import build_site
 
     t0 = time.perf_counter()
-    data = collect(args.inputs, n_boot=args.n_boot)
+    data = collect(args.inputs, n_boot=args.n_boot, scoring=args.scoring)
     index = build_site(data, out, figures=not args.no_figures)
     for warning in data.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
@@ -91,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be in 0..65535, got {args.port}", hint="e.g. --port 8000")
     if args.n_boot < 1:
         raise UsageError(f"--n-boot must be ≥ 1, got {args.n_boot}", hint="e.g. --n-boot 1000")
+    if args.scoring is not None:
+        from harness.api.scoring import check_scoring
+
+        check_scoring("view --scoring", args.scoring)
     out = Path(args.output) if args.output else default_output(args.inputs)
     problem = why_unwritable(out, "--output")  # a file, /proc, no permission: before any work
     if problem is not None:
@@ -100,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         from viewer.serve import make_server
 
         server = make_server(out, args.port, args.host)
-    options = {"n_boot": args.n_boot, "figures": not args.no_figures}
+    options = {"n_boot": args.n_boot, "figures": not args.no_figures, "scoring": args.scoring}
     stamp = fingerprint(args.inputs, out, options)
     if server is not None and is_current(out, stamp):
         print(f"{out}: up to date with its inputs, not rebuilt", file=sys.stderr)

@@ -39,12 +39,16 @@ class SiteData:
     warnings: list[str] = field(default_factory=list)
 
 
-def collect(paths: Sequence[str | Path], n_boot: int = 1000) -> SiteData:
+def collect(
+    paths: Sequence[str | Path], n_boot: int = 1000, scoring: str | None = None
+) -> SiteData:
     """Load every input under ``paths`` and build the pages' data.
 
     Args:
         paths: Grid run directories, main-job directories, or folders of runs.
         n_boot: Bootstrap replicates of the Spearman CIs in the overview tables.
+        scoring: Read each run's copy rescored under this mode
+            (:func:`leaderboards.sources.load_sources`); None: the runs' own results.
 
     Raises:
         FileNotFoundError: A path does not exist.
@@ -57,7 +61,7 @@ def collect(paths: Sequence[str | Path], n_boot: int = 1000) -> SiteData:
     from viewer.heads import ranking_views
     from viewer.samples import task_samples
 
-    sources = load_sources(paths)
+    sources = load_sources(paths, scoring=scoring)
     data = SiteData([str(p) for p in paths], sources, warnings=list(sources.warnings))
     data.tables = [table_view(t) for t in build_tables(sources, n_boot=n_boot) if not t.detail]
     data.runs = runs_view(sources)

@@ -188,10 +188,27 @@ def _leaderboards(out: Path, figures: bool = True) -> str:
     parser = argparse.ArgumentParser()
     leaderboard_cli.add_arguments(parser)
     argv = [str(out), "--output", str(out / "leaderboards"), "--universal-k", "0.1", "--quiet"]
-    args = parser.parse_args(argv + ([] if figures else ["--no-figures"]))
+    extra = ([] if figures else ["--no-figures"]) + _own_scoring(out / "accuracy")
+    args = parser.parse_args(argv + extra)
     leaderboard_cli.run(args)
     md = out / "leaderboards" / "leaderboard.md"
     return md.read_text(encoding="utf-8") if md.exists() else ""
+
+
+def _own_scoring(accuracy: Path) -> list[str]:
+    """The leaderboard's ``--scoring`` for the job's own accuracy results.
+
+    ``["--scoring", M]`` when ``accuracy/`` also holds rescored copies (the leaderboard refuses
+    to choose between them) and its own results are all scored ``M``; else ``[]``.
+    """
+    from harness.schema.results import load_results
+    from leaderboards.settings import UNRECORDED_SCORING, scoring_of
+
+    if not any(accuracy.glob("results.scoring-*.json")):
+        return []
+    modes = {scoring_of(e) for e in load_results(accuracy / "results.json").entries}
+    modes.discard(UNRECORDED_SCORING)
+    return ["--scoring", modes.pop()] if len(modes) == 1 else []
 
 
 def _primary(entry: Any) -> float | None:

@@ -185,3 +185,21 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("k", "message"),
+    [
+        ("-1", "--universal-k must be a whole count ≥ 1 or a fraction in (0, 1), got -1.0"),
+        ("nan", "--universal-k must be a whole count ≥ 1 or a fraction in (0, 1), got nan"),
+        ("0", "got 0.0"),
+        ("2.5", "got 2.5"),
+        ("1e9", "--universal-k 1000000000 exceeds the 8 heads of the ranking"),
+    ],
+)
+def test_a_universal_k_that_selects_no_heads_is_a_usage_error(capsys, k, message):
+    ranking = str(DATA / "run_a" / "ranking.json")
+    argv = ["leaderboard", ranking, f"--universal-k={k}", "--quiet", "--n-boot", "5"]
+    assert harness_cli.main(argv) == 2  # was 1: "internal error: ValueError" + traceback file
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "internal error" not in err

@@ -113,12 +113,17 @@ def _rescored_dir(tmp_path):
     return run
 
 
-def test_a_run_directory_with_rescored_copies_gives_one_row_per_run(tmp_path, capsys):
+def test_a_run_directory_with_rescored_copies_is_read_in_one_declared_mode(tmp_path, capsys):
     run = _rescored_dir(tmp_path)
-    sources = load_sources([run])  # was refused: pope scored official and lenient
-    assert [r.path.name for r in sources.runs] == ["results.json"]
-    assert any("left out the rescored" in w and "--scoring" in w for w in sources.warnings)
-    (row,) = accuracy_table(sources.runs).rows
+    argv = ["leaderboard", str(run), "--quiet"]
+    assert cli.main(argv) == 2  # was 0: results.json read, the copies left out with a warning
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "results.scoring-lenient.json, results.scoring-official.json" in err
+    assert "--scoring lenient|official" in err
+    with pytest.raises(MergeError, match="reads one scoring mode per run"):
+        load_sources([tmp_path])  # a folder of runs too
+    (row,) = accuracy_table(load_sources([run / "results.json"]).runs).rows  # passed by name
     assert (row["value"], row["scoring"]) == (0.8, "official")
     lenient = load_sources([run], scoring="lenient").runs
     assert [r.path.name for r in lenient] == ["results.scoring-lenient.json"]
@@ -129,6 +134,17 @@ def test_a_run_directory_with_rescored_copies_gives_one_row_per_run(tmp_path, ca
     argv = ["leaderboard", str(run), "--scoring", "lenient", "--output", str(out)]
     assert cli.main([*argv, "--format", "csv", "--no-figures", "--quiet"]) == 0
     assert "0.850" in (out / "accuracy.csv").read_text()
+
+
+def test_view_reads_a_rescored_run_in_the_mode_it_is_given(tmp_path, capsys):
+    pytest.importorskip("jinja2")
+    run = _rescored_dir(tmp_path)
+    argv = ["view", str(run), "--output", str(tmp_path / "site"), "--no-figures"]
+    assert cli.main(argv) == 2  # was 0: the official results shown, the copies left out
+    assert "--scoring lenient|official" in capsys.readouterr().err
+    assert cli.main([*argv, "--scoring", "lenient"]) == 0
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "lenient" in page and "0.850" in page  # the lenient copy's number, not 0.8
 
 
 def test_rescoring_under_the_recorded_mode_does_not_double_rows(tmp_path):

@@ -1,4 +1,4 @@
-"""Numbers a results file cannot hold are refused; a metric without definition is labelled."""
+"""Numbers a results file cannot hold are refused, and so is a metric without definition."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from harness.schema.results import (
     RunResults,
     load_results,
 )
-from leaderboards.accuracy import NO_DEFINITION, accuracy_table
+from leaderboards.accuracy import accuracy_table
+from leaderboards.settings import MergeError
 from leaderboards.sources import load_sources
 
 
@@ -80,15 +81,18 @@ def test_open_and_undeclared_bounds_accept_any_value(tmp_path):
     assert load_results(_save(tmp_path / "run", metrics, defs)).entries[0].metrics == metrics
 
 
-def test_a_metric_without_definition_is_labelled(tmp_path):
+def test_a_metric_without_definition_is_refused(tmp_path, capsys):
     metrics = [MetricRecord("accuracy", 0.5, 0.1, 8), MetricRecord("mystery", 0.7, None, 8)]
-    runs = load_sources([_save(tmp_path / "run", metrics, [SHARE])]).runs
-    table = accuracy_table(runs, all_metrics=True)
-    better = {r["metric"]: r["better"] for r in table.rows}
-    assert better == {"accuracy": "higher", "mystery": NO_DEFINITION}  # was "—", or left out
-    assert any("pope/mystery" in n and NO_DEFINITION in n for n in table.notes)
-    undeclared = load_sources([_save(tmp_path / "bare", metrics[1:], [])]).runs
-    assert [r["better"] for r in accuracy_table(undeclared).rows] == [NO_DEFINITION]
+    run = _save(tmp_path / "run", metrics, [SHARE])
+    assert cli.main(["leaderboard", str(run), "--all-metrics", "--quiet"]) == 2  # was 0,
+    err = capsys.readouterr().err  # a row labelled "no definition"
+    assert "pope/none holds metric 'mystery'" in err and "defined: ['accuracy']" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(MergeError, match="defined: none"):
+        load_sources([_save(tmp_path / "bare", metrics[1:], [])])
+    companions = [*metrics[:1], MetricRecord("accuracy_ci_low", 0.4, None, 8)]
+    (row,) = accuracy_table(load_sources([_save(tmp_path / "ci", companions, [SHARE])]).runs).rows
+    assert (row["better"], row["ci_low"]) == ("higher", 0.4)  # a declared metric's CI
 
 
 def test_built_in_tasks_declare_their_bounds_and_runs_record_them(tmp_path):

@@ -268,14 +268,15 @@ def test_maps_of_samples_without_logs_are_not_linked(job):
     assert samples and not any(s["logged"] for s in samples)
 
 
-def test_a_metric_without_declaration_has_unknown_correctness(tmp_path):
+def test_a_metric_without_declaration_is_refused(tmp_path):
+    # As the leaderboard does (leaderboards.sources): its direction and meaning are unknown.
     from harness.schema.results import RunResults
+    from leaderboards.settings import MergeError
 
     job = write_fixture_job(tmp_path / "job", n_samples=3, tasks=("pope_mini",), grounded=())
     path = job / "accuracy" / "results.json"
     res = json.loads(path.read_text())
     res["metric_defs"] = {}  # e.g. a results file converted from another harness
     RunResults.from_dict(res).save(path)
-    (ts,) = collect([job], n_boot=20).tasks
-    assert {s["c"] for s in ts.table["samples"]} == {"-" * len(ts.table["columns"])}
-    assert all(v is not None for s in ts.table["samples"] for v in s["s"])
+    with pytest.raises(MergeError, match="pope_mini/none holds metric 'accuracy'"):
+        collect([job], n_boot=20)
