@@ -30,6 +30,7 @@ __all__ = [
     "full_bool_mask",
     "first_real",
     "keys_ahead",
+    "last_keys",
     "capped",
     "masked_softmax",
     "per_head_kv",
@@ -72,13 +73,22 @@ def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
     """Whether the mask lets any query row see a key after its own position.
 
     False for None (plain causal) and for HF's causal ∧ padding masks; True for Gemma3's
-    bidirectional image blocks and PaliGemma's prefix. The answer for the last few mask
-    tensors is remembered (a model passes the same mask to every layer of a forward).
+    bidirectional image blocks and PaliGemma's prefix.
+    """
+    return attention_mask is not None and last_keys(attention_mask) is not None
+
+
+def last_keys(attention_mask: torch.Tensor) -> torch.Tensor | None:
+    """(S_q,) last key any batch row lets each query row see; None for a causal mask.
+
+    None when no row sees a key after its own position. Remembered for the last few mask
+    tensors: a model passes the same mask to every layer of a forward, and the chunked
+    kernel asks once per head batch. Work: one pass over the mask in 256-row slices.
     """
     import torch
 
-    if attention_mask is None or attention_mask.device.type == "meta":
-        return False  # meta: shapes only, no values to read (the device tests)
+    if attention_mask.device.type == "meta":
+        return None  # meta: shapes only, no values to read (the device tests)
     mask = attention_mask
     # Inference tensors (torch.inference_mode, as generation runs) keep no version counter.
     version = -1 if mask.is_inference() else mask._version
@@ -86,16 +96,16 @@ def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
     hit = _AHEAD.get(key)
     if hit is not None and hit[0]() is attention_mask:
         return hit[1]
-    q_len, kv_len = attention_mask.shape[-2:]
-    offset = kv_len - q_len
-    found = False
-    for s in range(0, q_len, 256):
-        e = min(q_len, s + 256)
-        rows = attention_mask[..., s:e, offset + s :]  # keys from the block's first row on
-        ahead = torch.ones(e - s, rows.shape[-1], dtype=torch.bool, device=rows.device)
-        if (rows & ahead.triu(1)).any():
-            found = True
-            break
+    q_len, kv_len = mask.shape[-2:]
+    cols = torch.arange(kv_len, device=mask.device)
+    last = torch.cat(
+        [
+            torch.where(mask[:, 0, s : s + 256], cols, -1).amax(-1).amax(0)
+            for s in range(0, q_len, 256)
+        ]
+    )
+    rows = torch.arange(kv_len - q_len, kv_len, device=mask.device)
+    found = last if bool((last > rows).any()) else None
     if len(_AHEAD) >= 8:
         _AHEAD.clear()
     _AHEAD[key] = (weakref.ref(attention_mask), found)
@@ -192,9 +202,10 @@ def window_attention_chunked(
     Without sinks, all interior blocks (whose key span starts at or after key 0) go through
     one SDPA call: keys are an overlapping strided *view* (no copy), blocks are the batch
     dimension and the band mask (b, W + b − 1) is shared by every block. The first blocks,
-    the tail, every block with sinks and every block of a mask with keys ahead of the query
-    (:func:`keys_ahead`: their key span reaches the last key the mask allows) take the
-    per-block loop.
+    the tail and every block with sinks take the per-block loop. Where the mask lets rows see
+    keys ahead of them (:func:`last_keys`: Gemma3's image block, PaliGemma's prefix), the
+    strided blocks holding such rows are computed again per block with their key span
+    reaching the last key the mask allows; the rest of the strided path stands.
 
     Args:
         q: (B, h, S_q, D) queries.
@@ -212,15 +223,18 @@ def window_attention_chunked(
     Returns:
         (B, h, S_q, D) attention outputs (``out`` when given).
     """
+    import torch
+
     batch, heads, q_len, _ = q.shape
+    kv_len = k.shape[2]
     block = max(1, block or default_block(size))
     if k.shape[1] != heads and q.device.type == "cuda":
         # CUDA's fused kernels take GQA only without a mask (else the math kernel runs).
         k, v = (t.repeat_interleave(heads // t.shape[1], 1) for t in (k, v))
     if out is None:
         out = q.new_empty(batch, heads, q_len, v.shape[-1])
-    if sinks or keys_ahead(attention_mask):
-        start = first_real(attention_mask, batch, q.device) if sinks else None
+    if sinks:
+        start = first_real(attention_mask, batch, q.device)
         for s, e in _spans(0, q_len, block):
             _one_block(q, k, v, attention_mask, size, (sinks, start), scale, (s, e), out)
         return out
@@ -230,6 +244,12 @@ def window_attention_chunked(
     for s, e in ((0, lo), (hi, q_len)) if hi > lo else _spans(0, q_len, block):
         if e > s:
             _one_block(q, k, v, attention_mask, size, (0, None), scale, (s, e), out)
+    last = None if attention_mask is None else last_keys(attention_mask)
+    if last is not None:  # strided blocks with rows that see keys ahead: again, keys extended
+        ahead = last > torch.arange(kv_len - q_len, kv_len, device=last.device)
+        for s, e in _spans(lo, hi, block):
+            if bool(ahead[s:e].any()):
+                _one_block(q, k, v, attention_mask, size, (0, None), scale, (s, e), out)
     return out
 
 
@@ -322,9 +342,9 @@ def _one_block(q, k, v, attention_mask, size: int, sink_info, scale, rows, out) 
         )  # fmt: skip
         return
     end = offset + e
-    if attention_mask is not None and keys_ahead(attention_mask):
-        seen = attention_mask[:, 0, s:e, end:].any(1).any(0).nonzero()
-        end = end + int(seen[-1]) + 1 if len(seen) else end
+    last = None if attention_mask is None else last_keys(attention_mask)
+    if last is not None:  # the mask lets some rows see keys ahead: the span reaches them
+        end = max(end, int(last[s:e].max()) + 1)
     q_pos = torch.arange(offset + s, offset + e, device=q.device)
     ks = max(0, offset + s - size + 1)
     k_pos = torch.arange(ks, end, device=q.device)
