@@ -7,7 +7,8 @@ ablate every selected query head with an explicit mode (metrics.md):
 - ``zero``: the head's output (its slice of the ``o_proj`` input) is zeroed;
 - ``mean``: replaced by its mean over a reference set (``mean_reference``: a ``.pt``/``.npz``
   ``[L, H, head_dim]`` file built with ``headscope means``, :mod:`harness.probes.means`);
-- ``uniform``: uniform attention over the head's causal, non-padding span;
+- ``uniform``: uniform attention over the keys the model's mask allows (the causal,
+  non-padding span of a causal decoder);
 - ``bos``: all attention on the first real token.
 
 Random-k: one ``attach`` applies ONE draw (``draw``); a protocol runs ``draw=0..draws-1`` as

@@ -96,7 +96,8 @@ class Ablation:
 
     Attributes:
         mode: ``zero`` (output zeroed), ``mean`` (output replaced by ``mean``), ``uniform``
-            (uniform attention over the head's causal, non-padding span: a zeroed query), or
+            (uniform attention over every key the model's mask allows: the causal,
+            non-padding span of a causal model; a zeroed query), or
             ``bos`` (all attention on the first *real* token: with left padding, the first
             non-padding position, so a padded batch matches running samples one by one).
         mean: Per-head mean output vector (head_dim,) for ``mean`` mode.
@@ -114,10 +115,14 @@ class Ablation:
 
 @dataclass(frozen=True)
 class Window:
-    """Causal sliding window of ``size`` keys (the query's own position included).
+    """Sliding window of ``size`` keys (the query's own position included).
+
+    The window narrows what the model's mask allows: keys at or before p − W go, keys the
+    mask lets the query see ahead of it (Gemma3's image block, PaliGemma's prefix) stay, as
+    in transformers' own Gemma3 sliding layers (docs/attention_semantics.md).
 
     Attributes:
-        size: W ≥ 1; the query at position p sees keys (p − W, p].
+        size: W ≥ 1; under a causal mask the query at position p sees keys (p − W, p].
         sinks: Also attend to the first ``sinks`` real tokens (attention sinks).
         in_decode: Apply the window in decode calls (one query row) too; by default only
             prefill is windowed (paper A's hybrid attention) and decode stays dense.
