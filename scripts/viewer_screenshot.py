@@ -53,6 +53,8 @@ def main() -> int:
             "viewer_samples.png": f"samples.html#task={task}",
         }
         for name, page in pages.items():
+            # the sample page (media, then the heads' overlays) and the list are long
+            driver.set_window_size(args.width, args.height * (1 if "heads.html" in page else 2))
             driver.get("about:blank")
             driver.get(site.as_uri() + "/" + page)
             wait_ready(driver)

@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "that also holds rescored copies is refused)",
     )
     parser.add_argument(
+        "--no-media",
+        action="store_true",
+        help="leave the sample pages' media out (rebuilt by each task: slow on long videos)",
+    )
+    parser.add_argument(
         "--n-boot",
         type=int,
         default=1000,
@@ -76,7 +81,7 @@ def build(args: argparse.Namespace, out: Path) -> None:
 
     t0 = time.perf_counter()
     data = collect(args.inputs, n_boot=args.n_boot, scoring=args.scoring)
-    index = build_site(data, out, figures=not args.no_figures)
+    index = build_site(data, out, figures=not args.no_figures, media=not args.no_media)
     for warning in data.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
     n = sum(len(t.table["samples"]) for t in data.tasks)
@@ -113,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
         server = make_server(out, args.port, args.host)
     options = {"n_boot": args.n_boot, "figures": not args.no_figures, "scoring": args.scoring}
+    options["media"] = not args.no_media
     stamp = fingerprint(args.inputs, out, options)
     if server is not None and is_current(out, stamp):
         print(f"{out}: up to date with its inputs, not rebuilt", file=sys.stderr)

@@ -251,4 +251,17 @@ def write_task_media(out: Path, ts: Any, warnings: list[str], budget: Budget | N
         warnings.append(
             f"{ts.task}: some sample media not shown: the site's {MAX_TOTAL_BYTES} bytes"
         )
+    _list_boxes(ts, details)
     return shown
+
+
+def _list_boxes(ts: Any, details: list[dict[str, Any]]) -> None:
+    """Add each predicted box, in pixels, to the samples list's reply (as the gold is given)."""
+    for sample, detail in zip(ts.table["samples"], details):
+        if detail["media"].get("evidence", {}).get("kind") != "box":
+            continue
+        for c, replies in enumerate(detail["replies"]):
+            region = replies[0].get("region") if replies else None
+            if region and sample["r"][c] is not None:
+                box = ", ".join(f"{v:g}" for v in region[0]["box"])
+                sample["r"][c] = f"{sample['r'][c]} → [{box}] px"

@@ -255,7 +255,7 @@ def task_samples(
 
 def shared_prompt(prompts: Sequence[str]) -> tuple[str, str]:
     """The prefix and suffix every prompt shares, cut at word boundaries (none for < 2)."""
-    if len(prompts) < 2:
+    if len(prompts) < 2 or len(set(prompts)) == 1:  # one prompt for all: shown whole
         return "", ""
     prefix = os.path.commonprefix(list(prompts))
     if not all(len(p) == len(prefix) or p[len(prefix)].isspace() for p in prompts):

@@ -190,6 +190,9 @@ def build_site(
         budget = Budget()
         for ts in data.tasks:
             write_task_media(out, ts, data.warnings, budget)
+    else:
+        for detail in (d for ts in data.tasks for c in ts.chunks for d in c["samples"]):
+            detail["media"] = {"media": [], "note": "media left out (headscope view --no-media)"}
     for ts in data.tasks:
         base = f"data/samples/{slug(ts.task)}"
         write_data(out, f"{base}/table.js", ts.table)

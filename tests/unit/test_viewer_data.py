@@ -106,7 +106,7 @@ def test_the_list_shows_the_part_of_the_prompt_that_differs():
     pope = ["Is there a yak in the image?", "Is there a yellow square in the image?"]
     assert shared_prompt(pope) == ("Is there a ", " in the image?")
     assert shared_prompt(["the cat.", "the cart."]) == ("the ", ".")
-    assert shared_prompt(["one prompt"]) == ("", "")
+    assert shared_prompt(["one prompt"]) == shared_prompt(["same", "same"]) == ("", "")
     assert (
         differing("x" * 300, ("", "")).endswith("…") and len(differing("x" * 300, ("", ""))) == 160
     )

@@ -100,6 +100,10 @@ def test_gold_and_predicted_boxes_are_in_original_pixels(site):
         for replies in detail["replies"]:
             for r in replies:  # "[0.5, 0.25, 1.0, 0.75]" read in the toy's normalised convention
                 assert r["region"] == [{"media": 0, "box": [w / 2, h / 4, w, 3 * h / 4]}]
+    # the samples list gives the reply with its box in pixels, as the gold target is given
+    table = _read(out / "data/samples/refcocog_mini/table.js")
+    box = f"[{w / 2:g}, {h / 4:g}, {w:g}, {3 * h / 4:g}] px"
+    assert {r for s in table["samples"] for r in s["r"]} == {f"{REPLY['refcocog_mini']} → {box}"}
 
 
 def test_tube_and_page_evidence(site):
@@ -164,3 +168,21 @@ def test_a_task_that_does_not_load_is_a_warning(tmp_path):
     assert any("pope_mini: sample media not shown" in w for w in data.warnings)
     for d in _details(tmp_path / "site", "pope_mini"):
         assert d["media"]["media"] == [] and "does not load" in d["media"]["note"]
+
+
+def test_no_media_leaves_them_out(tmp_path):
+    import subprocess
+    import sys
+
+    job = _real_job(tmp_path / "job", tasks=("pope_mini",))
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "view", str(job), "--no-figures", "--no-media"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (job / "view" / "media" / "docs").exists()
+    for d in _details(job / "view", "pope_mini"):
+        assert d["media"] == {"media": [], "note": "media left out (headscope view --no-media)"}

@@ -93,7 +93,7 @@
     });
     box.appendChild(chips);
     box.appendChild(HS.el("p", { class: "hint", text: head.name + ": " + head.why + " head, RAM rank " + head.rank + ", mean RAM " + HS.fmt(head.ram, 4) }));
-    box.appendChild(HS.legendBar());
+    box.appendChild(HS.legendBar(undefined, true));
     box.appendChild(HS.el("p", { class: "hint", text: "Each sample's scale is the largest share any of its saved heads (" + maps.heads.map(function (h) { return h.name; }).join(", ") + ") puts on one token; it is printed under each card." }));
     var pairs = HS.el("div", { class: "pairs" });
     box.appendChild(pairs);

@@ -150,7 +150,7 @@
   };
 
   /* The colour key: 0 … scale, the one scale of all heads of a sample. */
-  HS.legendBar = function (scale) {
+  HS.legendBar = function (scale, noPredicted) {
     var bar = HS.el("div", { class: "legend-bar" });
     for (var i = 0; i <= 10; i++) bar.appendChild(HS.el("span", { style: "background:" + HS.colour(i / 10) + ";opacity:" + (0.85 * i / 10) }));
     var top = scale === undefined ? "the sample's scale" : HS.share(scale);
@@ -158,8 +158,8 @@
       HS.el("span", { text: "attention share per token (mean over the question's rows): 0 " }),
       bar,
       HS.el("span", { class: "scale", text: " " + top + " — one scale for every head of a sample" }),
-      HS.el("span", { class: "ev-key", text: " ▭ gold evidence (dashed: whole page)" }),
-      HS.el("span", { class: "pred-key", text: " ┅ predicted" }),
+      HS.el("span", { class: "ev-key", text: " ▭ gold evidence (dashed: a whole page)" }),
+      noPredicted ? null : HS.el("span", { class: "pred-key", text: " ┅ predicted" }),
     ]);
   };
 

@@ -107,7 +107,7 @@
       found += 1;
       var who = views.length > 1 ? view.model + " · " + view.run + " · " : "";
       if (who) media.appendChild(HS.el("p", { class: "hint", text: who }));
-      heads.appendChild(HS.legendBar(s.scale));
+      heads.appendChild(HS.legendBar(s.scale, true));
       var order = { top: 0, bottom: 1, random: 2 };
       var idx = maps.heads.map(function (h, i) { return i; });
       idx.sort(function (a, b) { return order[maps.heads[a].why] - order[maps.heads[b].why] || maps.heads[a].rank - maps.heads[b].rank; });
