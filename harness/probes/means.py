@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from harness.api.model import ModelAdapter
     from harness.api.specs import TaskSpec
 
-__all__ = ["compute_head_means", "save_head_means", "task_head_means", "MEAN_SUFFIXES"]
+__all__ = [
+    "compute_head_means",
+    "save_head_means",
+    "task_head_means",
+    "check_means_path",
+    "is_means_file",
+    "MEAN_SUFFIXES",
+]
 
 #: File suffixes a mean reference may have.
 MEAN_SUFFIXES = (".pt", ".npz")
@@ -92,14 +99,46 @@ def compute_head_means(model: Any, batches: Iterable[dict[str, Any]]) -> torch.T
 
 
 def check_means_path(path: str | Path) -> Path:
-    """``path`` as a :class:`~pathlib.Path`, refused unless it ends in ``.pt`` or ``.npz``."""
+    """``path`` as a :class:`~pathlib.Path`, refused unless headscope may write a means file there.
+
+    It must end in ``.pt`` or ``.npz``; a path that exists must be a means file (an earlier
+    ``headscope means`` output, :func:`is_means_file`), which is replaced: anything else there
+    (a checkpoint, a folder, another program's file) is never overwritten.
+    """
     target = Path(path)
     if target.suffix not in MEAN_SUFFIXES:
         raise UsageError(
             f"mean reference must end in .pt or .npz, got {target.name!r}",
             hint="e.g. --output means/toy.pt",
         )
+    if (target.exists() or target.is_symlink()) and not is_means_file(target):
+        raise UsageError(
+            f"--output {str(target)!r} exists and is not a means file headscope wrote; "
+            "it is not overwritten",
+            hint="choose another --output, or remove that file yourself",
+        )
     return target
+
+
+def is_means_file(path: str | Path) -> bool:
+    """True for a regular file :func:`save_head_means` wrote: a ``mean`` and a ``reference``."""
+    import zipfile
+
+    target = Path(path)
+    if target.is_symlink() or not target.is_file() or not zipfile.is_zipfile(target):
+        return False
+    try:
+        if target.suffix == ".npz":
+            import numpy as np
+
+            with np.load(target, allow_pickle=False) as data:
+                return set(data.files) == {"mean", "reference"}
+        import torch
+
+        saved = torch.load(target, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - whatever the readers raise, it is not a means file
+        return False
+    return isinstance(saved, dict) and set(saved) == {"mean", "reference"}
 
 
 def save_head_means(
@@ -113,18 +152,24 @@ def save_head_means(
         reference: Plain-JSON description of the reference set (recorded in the file).
 
     Raises:
-        UsageError: ``path`` ends in neither ``.pt`` nor ``.npz``.
+        UsageError: ``path`` ends in neither ``.pt`` nor ``.npz``, or holds another file.
     """
     import numpy as np
     import torch
 
+    from harness.schema.results import replace_atomically
+
     target = check_means_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     mean = means.detach().cpu()
-    if target.suffix == ".npz":
-        np.savez(target, mean=mean.numpy(), reference=np.array(json.dumps(reference or {})))
-    else:
-        torch.save({"mean": mean, "reference": reference or {}}, target)
+
+    def write(fh: Any) -> None:
+        if target.suffix == ".npz":
+            np.savez(fh, mean=mean.numpy(), reference=np.array(json.dumps(reference or {})))
+        else:
+            torch.save({"mean": mean, "reference": reference or {}}, fh)
+
+    replace_atomically(target, write, binary=True)  # a stop leaves the old file or none
     return target
 
 

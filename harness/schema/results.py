@@ -68,11 +68,12 @@ def write_json_atomic(
     replace_atomically(path, write)
 
 
-def replace_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
+def replace_atomically(path: Path, write: Callable[[Any], None], binary: bool = False) -> None:
     """Write ``path`` through ``write(handle)`` into a temp file beside it, then rename.
 
     Readers see the old file or the whole new one, never a part; the file gets the mode a plain
-    ``open()`` would give it (``mkstemp`` alone makes 0600).
+    ``open()`` would give it (``mkstemp`` alone makes 0600). The handle is a text file
+    (UTF-8), or a binary one when ``binary``.
     """
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -80,7 +81,7 @@ def replace_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
         raise name_path(exc, path) from None
     try:
         os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

@@ -74,3 +74,33 @@ def test_means_usage_errors_are_one_line_and_write_nothing(argv, culprit, tmp_pa
         len(err.splitlines()) == 1 and culprit in err and err.startswith("headscope means: error")
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["checkpoint.pt", "archive.npz", "folder.pt", "link.pt"])
+def test_an_existing_file_that_is_not_a_means_file_is_never_overwritten(kind, tmp_path, capsys):
+    target = tmp_path / kind
+    if kind == "checkpoint.pt":  # someone's weights: a torch archive without mean/reference
+        torch.save({"state_dict": {"w": torch.ones(2)}}, target)
+    elif kind == "archive.npz":
+        np.savez(target, weights=np.ones(3))
+    elif kind == "folder.pt":
+        target.mkdir()
+    else:
+        torch.save({"mean": torch.zeros(1), "reference": {}}, tmp_path / "real.pt")
+        target.symlink_to(tmp_path / "real.pt")
+    before = {p.name: p.is_dir() or p.read_bytes() for p in tmp_path.iterdir()}
+    argv = ["means", "--tasks", "pope_mini", "--limit", "1", "--output", str(target)]
+    assert cli.main(argv) == 2  # was 0: the file replaced by the means
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "is not a means file headscope wrote" in err
+    assert {p.name: p.is_dir() or p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_an_earlier_means_file_is_replaced_whole(tmp_path):
+    out = tmp_path / "toy.npz"
+    argv = ["means", "--tasks", "pope_mini", "--output", str(out)]
+    assert cli.main([*argv, "--limit", "1"]) == 0
+    assert cli.main([*argv, "--limit", "2"]) == 0  # its own earlier output: rewritten
+    with np.load(out) as data:
+        assert json.loads(str(data["reference"]))["n_docs"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.npz"]  # no temp file left
