@@ -9,6 +9,9 @@ Families:
 - ``uniform``, ``gaussian`` (softmax of N(0, 1) draws), ``dirichlet`` (Dirichlet(1), i.e.
   uniform on the simplex — paper B's code): every family. Seeded per sample from
   (seed, CRC32 of the sample's unpadded ids), so batching does not change them.
+Which families a pixel prior supports is declared by each family unit's ``sap_priors``
+(:mod:`harness.models.unit`); today:
+
 - ``complexity`` (per-patch grey-level gradient magnitude + variance, softmaxed over the
   sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch)
   and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl`` (one token per merged cell, images and
@@ -22,6 +25,7 @@ Other families (LLaVA-NeXT / OneVision anyres layouts, InternVL pixel shuffle) r
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.api.intervention import InterventionError
@@ -41,10 +45,28 @@ __all__ = [
     "sample_priors",
 ]
 
-PIXEL_PRIOR_FAMILIES = {
-    "complexity": ("llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl"),
-    "vision": ("llava",),
-}
+
+class _PixelPriorFamilies(Mapping):
+    """Pixel prior → the families whose unit lists it in ``sap_priors`` (read at lookup)."""
+
+    _PRIORS = ("complexity", "vision")
+
+    def __getitem__(self, prior: str) -> tuple[str, ...]:
+        if prior not in self._PRIORS:
+            raise KeyError(prior)
+        from harness.models.unit import unit_names
+
+        return unit_names(sap_prior=prior)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._PRIORS)
+
+    def __len__(self) -> int:
+        return len(self._PRIORS)
+
+
+PIXEL_PRIOR_FAMILIES: Mapping[str, tuple[str, ...]] = _PixelPriorFamilies()
+"""``{"complexity": families, "vision": families}``, derived from the family units."""
 
 
 def visual_token_ids(model: Any) -> dict[str, int]:
@@ -67,7 +89,9 @@ def check_support(prior: str, model: Any) -> None:
     visual_token_ids(model)
     if prior not in PIXEL_PRIOR_FAMILIES:
         return
-    kind = getattr(model.config, "model_type", "?")
+    from harness.models.unit import unit_for_model
+
+    kind = unit_for_model(model) or getattr(model.config, "model_type", "?")
     families = PIXEL_PRIOR_FAMILIES[prior]
     if kind not in families:
         raise InterventionError(

@@ -24,12 +24,17 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.api.model import ModelAdapter
-from harness.api.payloads import Box, EvidenceError, Generation, Request
+from harness.api.payloads import Generation, Request
 from harness.models.generation import generate_greedy
-from harness.models.loading import load_pretrained, torch_dtype
+from harness.models.layouts.geometry import EVIDENCE_RULE, OVERLAP_TOL, overlapping
+from harness.models.loading import is_tiny, load_pretrained, load_tiny, torch_dtype
 
 if TYPE_CHECKING:
+    from harness.api.model import TokenSpans
+    from harness.api.payloads import Evidence
     from harness.api.specs import ModelSpec
+    from harness.models.layouts.geometry import Footprints, Layout
+    from harness.models.unit import FamilyUnit
 
 __all__ = [
     "HFAdapter",
@@ -44,48 +49,6 @@ __all__ = [
     "OVERLAP_TOL",
     "overlapping",
 ]
-
-OVERLAP_TOL = 1e-6
-"""Overlaps of at most this many original pixels count as touching, not overlapping. Float
-round-off of footprint edges (100 · (196 / 700) / 28 = 1.0000000000000002) stays far below it."""
-
-
-EVIDENCE_RULE = "footprint overlap > 0, half-open [x1, x2) x [y1, y2), tol 1e-6 px (v2)"
-"""Recorded in every adapter's settings: RAM rankings made under another rule (v1: float
-rectangles, nominal cell sizes, whole-image pages) are not comparable and must not merge."""
-
-
-def overlapping(rects: Any, box: Box, size: tuple[int, int]) -> Any:
-    """THE evidence rule, used by every family: which token footprints the evidence covers.
-
-    A footprint is the rectangle of original pixels whose content reaches a token (NaN rows:
-    none). It covers ``box`` when it shares positive area with the part of the box inside the
-    ``size`` image: rectangles are half-open ``[x1, x2) × [y1, y2)`` (x2/y2 exclusive) and the
-    overlap must exceed :data:`OVERLAP_TOL` on both axes. A box edge on a token boundary takes
-    no extra row or column; a 1-px box takes the tokens that see that pixel; tokens that see
-    only padding or the part of a crop the model cuts away are never taken.
-
-    Args:
-        rects: (N, 4) ``x1, y1, x2, y2`` footprints in original pixels.
-        box: Evidence box in original pixels.
-        size: (width, height) of the medium.
-
-    Returns:
-        (N,) bool mask.
-
-    Raises:
-        EvidenceError: the box lies outside the image.
-    """
-    import numpy as np
-
-    clipped = box.clip(*size)
-    if clipped is None:
-        raise EvidenceError(f"box {box.as_tuple()} lies outside the {size[0]}×{size[1]} image")
-    r = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
-    with np.errstate(invalid="ignore"):
-        ix = np.minimum(r[:, 2], clipped.x2) - np.maximum(r[:, 0], clipped.x1)
-        iy = np.minimum(r[:, 3], clipped.y2) - np.maximum(r[:, 1], clipped.y1)
-        return (ix > OVERLAP_TOL) & (iy > OVERLAP_TOL)
 
 
 def media_of(request: Request) -> tuple[list[Any], list[Any]]:
@@ -174,28 +137,45 @@ def instruction_positions(
 class HFAdapter(ModelAdapter):
     """A model adapter over a HF ``*ForConditionalGeneration`` and its processor.
 
-    Subclasses set ``model_class`` (``transformers`` class name) and ``default_pretrained``,
-    register with ``@model_family``, and implement ``token_spans``.
+    A family subclass registers with ``@model_family`` and declares its
+    :class:`~harness.models.unit.FamilyUnit` as ``unit``: ``model_class``,
+    ``default_pretrained``, ``box_convention`` and ``video_as`` are taken from it, and
+    :meth:`token_spans` / :meth:`token_footprints` come from the unit's layout kind.
 
     Args:
         spec: Model spec; ``spec.args`` go to ``AutoProcessor.from_pretrained`` as keyword
             arguments unless a subclass consumes them in :meth:`processor_load_kwargs`.
+            ``tiny=true`` builds the unit's tiny random instance at real processor geometry
+            instead of loading a checkpoint (:mod:`harness.models.tiny`).
     """
 
+    unit: ClassVar[FamilyUnit | None] = None
     model_class: ClassVar[str] = ""
     video_as: ClassVar[Literal["video", "images"]] = "video"
     last_output_ids: list[list[int]] = []
     """New token ids of each row of the last :meth:`generate` call (for tests and logs)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        unit = vars(cls).get("unit")
+        if unit is not None:
+            cls.model_class = unit.model_class
+            cls.default_pretrained = unit.default_pretrained
+            cls.box_convention = unit.box_convention
+            cls.video_as = unit.video_as
+
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
-        self.model, self.processor = load_pretrained(
-            spec,
-            self.model_class,
-            self.default_pretrained,
-            processor_kwargs=self.processor_load_kwargs(),
-            consumed_args=set(self.spec.args) - set(self.processor_load_kwargs()),
-        )
+        if is_tiny(spec):
+            self.model, self.processor = load_tiny(spec, self.registry_name)
+        else:
+            self.model, self.processor = load_pretrained(
+                spec,
+                self.model_class,
+                self.default_pretrained,
+                processor_kwargs=self.processor_load_kwargs(),
+                consumed_args=set(self.spec.args) - set(self.processor_load_kwargs()),
+            )
         self._set_left_padding()
 
     @classmethod
@@ -226,6 +206,46 @@ class HFAdapter(ModelAdapter):
     def processor_load_kwargs(self) -> dict[str, Any]:
         """Kwargs for ``AutoProcessor.from_pretrained`` (default: ``spec.args``)."""
         return dict(self.spec.args)
+
+    # -- evidence maps, from the unit's layout kind -------------------------------------
+    def visual_token_ids(self) -> tuple[int, ...]:
+        """Ids of the tokens that carry visual features (the unit's ``visual_tokens``)."""
+        names = self.unit.visual_tokens if self.unit is not None else ("image_token_id",)
+        return tuple(int(getattr(self.processor, name)) for name in names)
+
+    def token_footprints(self, request: Request) -> Footprints:
+        """Every visual token's position and footprint in original pixels (the layout kind's)."""
+        if self.unit is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no FamilyUnit")
+        return self.unit.layout.footprints(self, request, self.encode([request]))
+
+    def layout(self, request: Request) -> Layout:
+        """Footprints of all visual tokens of ``request``, in position order."""
+        return self.token_footprints(request).layout
+
+    def token_spans(self, request: Request, evidence: Evidence | None = None) -> TokenSpans:
+        """Ω(V*) (tokens whose footprint overlaps the evidence), instruction, visual tokens.
+
+        Raises:
+            EvidenceError: evidence empty, degenerate, outside the media the model sees.
+        """
+        from harness.api.model import TokenSpans
+        from harness.models.layouts.geometry import select_tokens
+
+        if self.unit is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no FamilyUnit")
+        inputs = self.encode([request])
+        ids = inputs["input_ids"][0].tolist()
+        found = self.unit.layout.footprints(self, request, inputs)
+        visual = [int(p) for p in found.positions]
+        instruction = instruction_positions(self.tokenizer, self.render(request), request.text, ids)
+        covered: tuple[int, ...] = ()
+        if evidence is not None:
+            chosen = select_tokens(found.layout, request, evidence, found.frames_per_token)
+            covered = tuple(visual[i] for i in chosen)
+        return TokenSpans(
+            evidence=covered, instruction=instruction, visual=tuple(visual), seq_len=len(ids)
+        )
 
     def build_messages(self, request: Request) -> list[dict[str, Any]]:
         """The chat messages of ``request`` (default: :func:`chat_messages`)."""
@@ -311,6 +331,9 @@ class HFAdapter(ModelAdapter):
     def settings(self) -> dict[str, Any]:
         """Base settings plus processor resolution options (``spec.args``)."""
         out = super().settings()
+        if is_tiny(self.spec):  # random weights: never merge with a checkpoint's numbers
+            seed = int(self.spec.args.get("seed", 0))
+            out["pretrained"] = f"tiny-random:{self.registry_name}" + (f":seed={seed}" * bool(seed))
         out["model_class"] = self.model_class
         out["args"] = dict(self.spec.args)
         out["evidence_rule"] = EVIDENCE_RULE

@@ -1,6 +1,6 @@
 """LLaVA-NeXT adapter (``LlavaNextForConditionalGeneration``, LLaVA-1.6).
 
-Visual tokens of one image, in feature order (:func:`anyres_rects`):
+Visual tokens: layout kind ``anyres`` (:mod:`harness.models.layouts.anyres`), in feature order:
 
 1. the base view: the whole image squashed to the crop size (336²) → 24×24 tokens;
 2. the "anyres" view: the image resized into the best grid pinpoint (aspect kept, transformers'
@@ -14,142 +14,29 @@ is another class). Boxes are written normalised to [0, 1] (``normalized``).
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, ClassVar
+from functools import partial
 
 from harness.api.registry import model_family
-from harness.models._layout import Axis, Layout, View, bilinear_sources, patch_spans
-from harness.models.llava import LlavaAdapter
-
-if TYPE_CHECKING:
-    import numpy as np
+from harness.models.hf import HFAdapter
+from harness.models.layouts.anyres import Anyres, anyres_rects, patch_output_size
+from harness.models.llava import LLAVA_BOXES
+from harness.models.offline.llava import llava_config, llava_next_processor
+from harness.models.unit import FamilyUnit, TinyRecipe
 
 __all__ = ["LlavaNextAdapter", "anyres_rects", "patch_output_size"]
 
 
-def patch_output_size(height: int, width: int, target: tuple[int, int]) -> tuple[int, int]:
-    """(new_h, new_w) of the aspect-kept resize into a pinpoint, as transformers computes it.
-
-    ``image_processing_utils.get_patch_output_size``: the scale is computed first, then
-    ``ceil(side · scale)`` (``ceil(width · best_h / height)`` can be one pixel more).
-    """
-    target_h, target_w = target
-    scale_w, scale_h = target_w / width, target_h / height
-    if scale_w < scale_h:
-        return min(math.ceil(height * scale_w), target_h), target_w
-    return target_h, min(math.ceil(width * scale_h), target_w)
-
-
-def anyres_rects(
-    width: int,
-    height: int,
-    *,
-    pinpoints: list[list[int]],
-    tile: int,
-    patch: int,
-    max_patches: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Footprints of a LLaVA-NeXT / OneVision single image: base view, then the anyres grid.
-
-    Replays ``get_image_patches`` of the image processors (``select_best_resolution``,
-    :func:`patch_output_size`, centred zero padding, ``tile``² crops; the base view squashes the
-    whole image to ``tile``²) and the model's ``pack_image_features`` (``unpad_image``, the
-    ``anyres_max_N`` bilinear shrink, a newline after every row).
-
-    Args:
-        width: Original width.
-        height: Original height.
-        pinpoints: The ``image_grid_pinpoints`` ((height, width) pairs).
-        tile: Crop size in pixels (the vision tower's input size).
-        patch: The vision tower's patch size (``tile // patch`` features per crop side).
-        max_patches: N of OneVision's ``anyres_max_N``: when the unpadded grid holds more
-            than 1.1² × N crops' worth of tokens it is shrunk bilinearly (each token then
-            covers the cells it interpolates). None for LLaVA-NeXT.
-
-    Returns:
-        (base rects (grid², 4), anyres rects with a NaN newline row ending each row (M, 4)).
-    """
-    import numpy as np
-    from transformers.image_processing_utils import select_best_resolution
-
-    grid = tile // patch
-    one = patch_spans(1, tile, patch)
-    base = View.squash(width, height, tile, tile).grid(one, one)
-    best_h, best_w = select_best_resolution((height, width), pinpoints)
-    new_h, new_w = patch_output_size(height, width, (best_h, best_w))
-    view = View(
-        Axis(width, new_w, post=(best_w - new_w) // 2),
-        Axis(height, new_h, post=(best_h - new_h) // 2),
-    )
-    row_spans = patch_spans(best_h // tile, tile, patch)
-    col_spans = patch_spans(best_w // tile, tile, patch)
-    rows, cols = len(row_spans), len(col_spans)
-    # modeling_llava_next.unpad_image: drop the feature rows (or columns) that only saw padding
-    if width / height > cols / rows:
-        pad = (rows - int(round(height * (cols / width), 7))) // 2
-        row_spans = row_spans[pad : rows - pad]
-    else:
-        pad = (cols - int(round(width * (rows / height), 7))) // 2
-        col_spans = col_spans[pad : cols - pad]
-    n_rows, n_cols = len(row_spans), len(col_spans)
-    row_src = np.stack([np.arange(n_rows)] * 2, 1)
-    col_src = np.stack([np.arange(n_cols)] * 2, 1)
-    if max_patches is not None:  # modeling_llava_onevision.pack_image_features
-        ratio = math.sqrt(n_rows * n_cols / (max_patches * grid**2))
-        if ratio > 1.1:
-            row_src = bilinear_sources(n_rows, int(n_rows // ratio))
-            col_src = bilinear_sources(n_cols, int(n_cols // ratio))
-    ys = np.stack([row_spans[row_src[:, 0], 0], row_spans[row_src[:, 1], 1]], 1)
-    xs = np.stack([col_spans[col_src[:, 0], 0], col_spans[col_src[:, 1], 1]], 1)
-    rects = view.grid(ys, xs).reshape(len(ys), len(xs), 4)
-    newline = np.full((len(ys), 1, 4), np.nan)
-    return base, np.concatenate([rects, newline], axis=1).reshape(-1, 4)
-
-
 @model_family("llava_next")
-class LlavaNextAdapter(LlavaAdapter):
+class LlavaNextAdapter(HFAdapter):
     """LLaVA-NeXT (``llava-hf/llava-v1.6-*-hf``); boxes normalised to [0, 1]."""
 
-    default_pretrained = "llava-hf/llava-v1.6-mistral-7b-hf"
-    model_class: ClassVar[str] = "LlavaNextForConditionalGeneration"
-
-    def max_patches(self) -> int | None:
-        """N of ``anyres_max_N`` (None: no downsampling)."""
-        return None
-
-    def tile_patch(self) -> tuple[int, int]:
-        """(crop size, patch size) in pixels, from the image processor and the vision config.
-
-        The crop is what ``_preprocess`` of the NeXT / OneVision image processors cuts
-        (``crop_size`` height, else ``size`` height, else ``shortest_edge``); the tower must
-        take it whole (its ``image_size``), and the model reads ``image_size // patch_size``
-        features per side.
-        """
-        proc = self.processor.image_processor
-        crop, size = dict(proc.crop_size or {}), dict(proc.size or {})
-        tile = crop.get("height") or size.get("height") or size.get("shortest_edge")
-        vision = self.model.config.vision_config
-        if int(vision.image_size) != tile:
-            raise NotImplementedError(f"processor crop {tile} differs from the tower's input size")
-        return int(tile), int(vision.patch_size)
-
-    def pinpoints(self) -> list[list[int]]:
-        """The anyres pinpoints (processor and model must agree)."""
-        mine = [list(p) for p in self.processor.image_processor.image_grid_pinpoints]
-        if mine != [list(p) for p in self.model.config.image_grid_pinpoints]:
-            raise NotImplementedError("processor and model image_grid_pinpoints differ")
-        return mine
-
-    def add_image(self, layout: Layout, source: int, size: tuple[int, int], shown: int) -> None:
-        """Append one image's tokens: base view, then anyres rows each ending in a newline."""
-        tile, patch = self.tile_patch()
-        base, hires = anyres_rects(
-            size[0],
-            size[1],
-            pinpoints=self.pinpoints(),
-            tile=tile,
-            patch=patch,
-            max_patches=self.max_patches(),
-        )
-        layout.add(source, base, size)
-        layout.add(source, hires)
+    unit = FamilyUnit(
+        model_class="LlavaNextForConditionalGeneration",
+        layout=Anyres(multi_image="anyres", video="frames"),
+        box_convention="normalized",
+        box_source=LLAVA_BOXES + "; LLaVA-VL/LLaVA-NeXT @ 6802a4a README names lmms-eval",
+        default_pretrained="llava-hf/llava-v1.6-mistral-7b-hf",
+        video_as="images",
+        chat="Mistral '[INST] <image>\\n… [/INST]'; video frames shown as images",
+        tiny=TinyRecipe(config=partial(llava_config, "llava_next"), processor=llava_next_processor),
+    )

@@ -43,6 +43,8 @@ __all__ = [
     "check_processor_args",
     "damaged_weights",
     "load_pretrained",
+    "is_tiny",
+    "load_tiny",
 ]
 
 HUB_TIMEOUT_S = 3.0
@@ -299,3 +301,47 @@ def load_pretrained(
     from harness.attention.dispatch import use_dispatch
 
     return use_dispatch(model.eval()), processor
+
+
+def is_tiny(spec: ModelSpec) -> bool:
+    """Whether ``spec`` asks for the family's tiny random instance (``tiny=true``)."""
+    value = spec.args.get("tiny", False)
+    return value is True or str(value).strip().lower() in ("1", "true", "yes")
+
+
+def load_tiny(spec: ModelSpec, family: str) -> tuple[Any, Any]:
+    """The family's tiny random instance at real processor geometry (``--model-args tiny=true``).
+
+    Built offline from the family unit's :class:`~harness.models.unit.TinyRecipe`
+    (:func:`harness.models.tiny.build_tiny_model` and :func:`~harness.models.tiny.tiny_processor`
+    with ``geometry="real"``): random weights, so its answers are noise, but every path a real
+    checkpoint takes (processor geometry, evidence maps, interventions, maps, view) runs before
+    any download. ``seed`` picks the weights (default 0); no other option is accepted.
+
+    Raises:
+        SpecError: other ``--model-args`` beside ``tiny`` / ``seed``, a ``pretrained``
+            checkpoint beside it, or a device this machine lacks.
+        UsageError: the family has no tiny recipe.
+    """
+    extra = sorted(set(spec.args) - {"tiny", "seed"})
+    if extra:
+        raise SpecError(
+            f"model {family!r}: tiny=true builds a random instance at the released processor "
+            f"geometry and takes no other --model-args (got {extra}); drop them"
+        )
+    if spec.pretrained:
+        raise SpecError(
+            f"model {family!r}: tiny=true and pretrained={spec.pretrained!r} exclude each "
+            "other; drop one"
+        )
+    from harness.attention.dispatch import use_dispatch
+    from harness.models.tiny import build_tiny_model, tiny_processor
+
+    check_device(spec.device)
+    seed = int(spec.args.get("seed", 0))
+    model = build_tiny_model(family, seed=seed, geometry="real")
+    dtype = torch_dtype(spec.dtype)
+    if dtype != "auto":
+        model = model.to(dtype)
+    model = model.to(spec.device)
+    return use_dispatch(model.eval()), tiny_processor(family, geometry="real")

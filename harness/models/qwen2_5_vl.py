@@ -23,7 +23,10 @@ from typing import Any
 from harness.api.model import parse_box_text
 from harness.api.payloads import Box, Request
 from harness.api.registry import model_family
-from harness.models.qwen2_vl import QwenVLAdapter
+from harness.models.layouts.grid_thw import GridTHW
+from harness.models.offline.qwen import qwen_recipe
+from harness.models.qwen2_vl import QWEN_CHAT, QwenVLAdapter
+from harness.models.unit import FamilyUnit
 
 __all__ = ["Qwen2_5_VLAdapter"]
 
@@ -32,9 +35,24 @@ __all__ = ["Qwen2_5_VLAdapter"]
 class Qwen2_5_VLAdapter(QwenVLAdapter):
     """Qwen2.5-VL; boxes in absolute pixels of the resized image."""
 
-    box_convention = "pixels_resized"
-    default_pretrained = "Qwen/Qwen2.5-VL-7B-Instruct"
-    model_class = "Qwen2_5_VLForConditionalGeneration"
+    unit = FamilyUnit(
+        model_class="Qwen2_5_VLForConditionalGeneration",
+        layout=GridTHW(),
+        box_convention="pixels_resized",
+        box_source=(
+            "absolute pixels of the smart_resize'd input: QwenLM/Qwen2.5-VL "
+            "cookbooks/spatial_understanding.ipynb draws the boxes on the resized size, and "
+            "Alibaba Model Studio's Qwen2.5-VL grounding guide states coordinates are absolute "
+            "pixels of the scaled image"
+        ),
+        default_pretrained="Qwen/Qwen2.5-VL-7B-Instruct",
+        visual_tokens=("image_token_id", "video_token_id"),
+        chat=QWEN_CHAT
+        + "; default system prompt 'You are a helpful assistant.'; second_per_grid_ts set "
+        "exactly from the frame gap and fps",
+        sap_priors=("complexity",),
+        tiny=qwen_recipe("qwen2_5_vl"),
+    )
 
     def encode(self, requests: list[Request]) -> Any:
         """Processor output with the exact seconds per temporal grid step of each video."""

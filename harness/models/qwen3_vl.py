@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from harness.api.registry import model_family
 from harness.models import qwen_resize
-from harness.models.qwen2_vl import QwenVLAdapter
+from harness.models.layouts.grid_thw import GridTHW
+from harness.models.offline.qwen import qwen_recipe
+from harness.models.qwen2_vl import QWEN_CHAT, QwenVLAdapter
+from harness.models.unit import FamilyUnit
 
 __all__ = ["Qwen3VLAdapter"]
 
@@ -31,7 +34,20 @@ __all__ = ["Qwen3VLAdapter"]
 class Qwen3VLAdapter(QwenVLAdapter):
     """Qwen3-VL; boxes in [0, 1000] relative units."""
 
-    box_convention = "normalized_1000"
-    default_pretrained = "Qwen/Qwen3-VL-4B-Instruct"
-    model_class = "Qwen3VLForConditionalGeneration"
+    unit = FamilyUnit(
+        model_class="Qwen3VLForConditionalGeneration",
+        layout=GridTHW(),
+        box_convention="normalized_1000",
+        box_source=(
+            "relative [0, 1000]: the official Qwen3-VL 2D-grounding cookbook; the maintainers' "
+            "note quoted in QwenLM/Qwen3-VL issue #1741 (also #1486, ms-swift PR #6178)"
+        ),
+        default_pretrained="Qwen/Qwen3-VL-4B-Instruct",
+        visual_tokens=("image_token_id", "video_token_id"),
+        chat=QWEN_CHAT
+        + "; no default system prompt; each video time group is its own vision block after "
+        "a <t seconds> timestamp; DeepStack adds visual features in the first decoder layers",
+        sap_priors=("complexity",),
+        tiny=qwen_recipe("qwen3_vl"),
+    )
     video_resize_rule = qwen_resize.VIDEO_RESIZE_QWEN3

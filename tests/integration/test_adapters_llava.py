@@ -21,19 +21,16 @@ from harness.api.payloads import (  # noqa: E402
 from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.attention.dispatch import ATTN_NAME  # noqa: E402
 from harness.models.internvl import InternVLAdapter  # noqa: E402
+from harness.models.layouts import SpatialKind  # noqa: E402
 from harness.models.llava import LlavaAdapter  # noqa: E402
-from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
 from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
 from harness.models.toy import TOY_DIR, ToyAdapter  # noqa: E402
+from harness.models.unit import unit_names, unit_of  # noqa: E402
 from harness.testing import tiny_processors as tp  # noqa: E402
-from harness.testing.tiny import build_tiny_model  # noqa: E402
+from harness.testing.tiny import build_tiny_model, tiny_adapter  # noqa: E402
 
-FAMILIES = {
-    "llava": (LlavaAdapter, tp.tiny_llava_processor),
-    "llava_next": (LlavaNextAdapter, tp.tiny_llava_next_processor),
-    "llava_onevision": (LlavaOnevisionAdapter, tp.tiny_llava_onevision_processor),
-    "internvl": (InternVLAdapter, tp.tiny_internvl_processor),
-}
+FAMILIES = tuple(n for n in unit_names(tiny=True) if isinstance(unit_of(n).layout, SpatialKind))
+"""Families whose layout kind follows from the media sizes (fixed grid, anyres, tiles)."""
 IMAGE = Image.new("RGB", (150, 100), (40, 80, 120))
 TALL = Image.new("RGB", (90, 130), (200, 10, 10))
 FRAMES = tuple(Image.new("RGB", (64, 48), (60 * i, 20, 90)) for i in range(3))
@@ -45,10 +42,9 @@ REQUESTS = [
 ]
 
 
-@pytest.fixture(scope="module", params=list(FAMILIES))
+@pytest.fixture(scope="module", params=FAMILIES)
 def adapter(request):
-    cls, make_processor = FAMILIES[request.param]
-    return cls.from_parts(build_tiny_model(request.param), make_processor())
+    return tiny_adapter(request.param)
 
 
 def test_registered_with_hub_defaults():
@@ -56,9 +52,10 @@ def test_registered_with_hub_defaults():
     assert MODEL_FAMILIES.get("toy") is ToyAdapter
     assert LlavaOnevisionAdapter.default_pretrained == "llava-hf/llava-onevision-qwen2-7b-ov-hf"
     assert InternVLAdapter.default_pretrained == "OpenGVLab/InternVL3-8B-hf"
-    for name in (*FAMILIES, "toy"):
-        want = "normalized_1000_auto" if name == "internvl" else "normalized"
-        assert MODEL_FAMILIES.get(name).box_convention == want
+    want = {"llava": "normalized", "llava_next": "normalized", "llava_onevision": "normalized"}
+    want |= {"internvl": "normalized_1000_auto", "toy": "normalized"}
+    for name, convention in want.items():
+        assert MODEL_FAMILIES.get(name).box_convention == convention
 
 
 def test_forward_through_dispatch_equals_sdpa(adapter):

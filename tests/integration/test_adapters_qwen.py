@@ -15,17 +15,16 @@ from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.api.specs import ModelSpec  # noqa: E402
 from harness.attention.dispatch import ATTN_NAME  # noqa: E402
 from harness.models.hf import chat_messages, instruction_positions  # noqa: E402
-from harness.models.offline.qwen import qwen_processor  # noqa: E402
-from harness.testing.tiny import build_tiny_model  # noqa: E402
+from harness.models.unit import unit_names  # noqa: E402
+from harness.testing.tiny import build_tiny_model, tiny_adapter, tiny_processor  # noqa: E402
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+FAMILIES = unit_names(tiny=True, kind="grid_thw")
 _CACHE: dict[str, object] = {}
 
 
 def adapter(family: str):
     if family not in _CACHE:
-        cls = MODEL_FAMILIES.get(family)
-        _CACHE[family] = cls.from_parts(build_tiny_model(family), qwen_processor(family))
+        _CACHE[family] = tiny_adapter(family)
     return _CACHE[family]
 
 
@@ -166,7 +165,7 @@ def test_resized_size_matches_processor(family):
 
 def test_parse_box_conventions():
     size = (900, 640)
-    q2, q25, q3 = (adapter(f) for f in FAMILIES)
+    q2, q25, q3 = (adapter(f) for f in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"))
     assert q2.parse_box("[100, 250, 500, 750]", size) == Box(90, 160, 450, 480)
     assert q3.parse_box("box: [100, 250, 500, 750]", size) == Box(90, 160, 450, 480)
     rw, rh = q25.resized_size(size)
@@ -184,7 +183,7 @@ def test_load_from_local_dir_offline(tmp_path, monkeypatch):
 
     def fake_processor(path, **kwargs):  # HF's Qwen video processor needs torchvision
         seen.update(path=path, **kwargs)
-        return qwen_processor("qwen2_vl")
+        return tiny_processor("qwen2_vl")
 
     monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", fake_processor)
     spec = ModelSpec(name="qwen2_vl", pretrained=str(tmp_path), args={"max_pixels": 50176})

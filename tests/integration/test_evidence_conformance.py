@@ -1,6 +1,8 @@
-"""Evidence → tokens of all seven families, held to EQUALITY with the model's own tracing.
+"""Each layout kind's oracle: evidence → tokens held to EQUALITY with the model's own tracing.
 
-Each family is a tiny-width random model at its real geometry (CLIP 336 with centre crop,
+Every registered family with a tiny recipe (``unit_names(tiny=True)``: so every layout kind on
+every family that declares it) runs. Each family is a tiny-width random model at its real
+geometry (:func:`tests.integration.family_table.conformance_adapter`: CLIP 336 with centre crop,
 LLaVA-NeXT 336 with its default pinpoints, OneVision SigLIP 384/14 with the 36 default
 pinpoints and ``anyres_max_9``, InternVL 448 tiles with thumbnail, Qwen2/2.5-VL's default
 pixel budget and Qwen3-VL's checkpoint budget) behind its real processor. The reference is
@@ -34,39 +36,18 @@ from harness.api.payloads import (  # noqa: E402
     TubeEvidence,
     Video,
 )
-from harness.api.registry import MODEL_FAMILIES  # noqa: E402
-from harness.models.offline.qwen import qwen_processor  # noqa: E402
-from harness.testing import tiny_processors as tp  # noqa: E402
-from harness.testing.tiny import build_tiny_model  # noqa: E402
+from harness.models.unit import unit_names  # noqa: E402
 from harness.testing.trace import draw_box, traced_positions  # noqa: E402
+from tests.integration.family_table import ROWS, conformance_adapter  # noqa: E402
 
-FAMILIES = (
-    "llava",
-    "llava_next",
-    "llava_onevision",
-    "internvl",
-    "qwen2_vl",
-    "qwen2_5_vl",
-    "qwen3_vl",
-)
-QWEN_IMAGE_TOKENS = {"qwen2_vl": (4, 1280), "qwen2_5_vl": (4, 1280), "qwen3_vl": (64, 16384)}
-"""Merged tokens per image: Qwen2/2.5-VL ``Qwen2VLImageProcessor`` defaults (56², 28²·1280 px);
-Qwen3-VL checkpoints' ``size`` (65536, 16777216 px of 32-px cells)."""
-QWEN_VIDEO_TOKENS = (128, 768)
-"""``Qwen2VLVideoProcessor`` / ``Qwen3VLVideoProcessor`` default budget (128 to 768 cells)."""
+FAMILIES = unit_names(tiny=True)
+"""Every registered family with a tiny recipe (its layout kind's oracle runs on each)."""
+VIDEO_FAMILIES = unit_names(tiny=True, capability="video")
 
 
 @functools.cache
 def adapter(family: str):
-    if family.startswith("qwen"):
-        processor = qwen_processor(
-            family, image_tokens=QWEN_IMAGE_TOKENS[family], video_tokens=QWEN_VIDEO_TOKENS
-        )
-        model = build_tiny_model(family)
-    else:
-        processor = getattr(tp, f"tiny_{family}_processor")(geometry="real")
-        model = build_tiny_model(family, geometry="real")
-    return MODEL_FAMILIES.get(family).from_parts(model, processor)
+    return conformance_adapter(family)
 
 
 def black(size: tuple[int, int]) -> Image.Image:
@@ -105,21 +86,6 @@ GENERIC = [
 ]
 """Corners and 1-px boxes, the whole image, thin and extreme boxes: every family."""
 
-REGRESSIONS = {
-    # each: boxes where the adapter used to differ from the trace (float touching at box
-    # edges on token boundaries; OneVision's 14.22-px cells; NeXT's anyres resize order)
-    "llava": [((800, 600), [(600, 200, 750, 250), (250, 100, 300, 200), (192, 168, 200, 172)])],
-    "llava_next": [((500, 375), [(409, 128, 478, 219), (350, 35, 364, 42), (260, 250, 288, 289)])],
-    "llava_onevision": [
-        ((500, 375), [(432, 197, 486, 203), (50, 373, 69, 375), (144, 71, 169, 151)]),
-        ((818, 1582), [(392, 0, 406, 14), (700, 1000, 800, 1400)]),
-    ],
-    "internvl": [((600, 400), [(88, 247, 282, 300), (296, 372, 300, 376), (500, 50, 525, 100)])],
-    "qwen2_vl": [((100, 700), [(25, 300, 50, 350), (0, 200, 50, 250), (3, 639, 25, 649)])],
-    "qwen2_5_vl": [((100, 700), [(50, 600, 75, 650), (0, 575, 50, 650), (22, 618, 25, 648)])],
-    "qwen3_vl": [((100, 700), [(25, 300, 50, 350), (0, 0, 64, 64), (99, 699, 100, 700)])],
-}
-
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("case", range(len(GENERIC)))
@@ -130,7 +96,7 @@ def test_boxes_equal_trace(family, case):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_former_mismatches_equal_trace(family):
-    for size, boxes in REGRESSIONS[family]:
+    for size, boxes in ROWS[family].trace_cases:
         check_boxes(adapter(family), size, boxes)
 
 
@@ -157,7 +123,7 @@ def test_several_images_and_pages_equal_trace(family):
     assert_equal_to_trace(ad, blank, lit, [ev for *_, ev in rows])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", VIDEO_FAMILIES)
 @pytest.mark.parametrize(("n_frames", "frame"), [(4, 1), (5, 4)])
 def test_video_tube_equals_trace(family, n_frames, frame):
     """A box on one frame (odd / even / the repeated last frame of an odd count)."""
@@ -174,7 +140,7 @@ def test_video_tube_equals_trace(family, n_frames, frame):
     assert_equal_to_trace(ad, [request(False)], [request(True)], [TubeEvidence({frame: box})])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", VIDEO_FAMILIES)
 def test_a_tube_box_wholly_outside_one_frame_drops_that_frame(family):
     """Issue 29: one frame's box past the frame edge failed the whole tube (EvidenceError).
 

@@ -15,20 +15,15 @@ torch = pytest.importorskip("torch")
 from PIL import Image, ImageDraw  # noqa: E402
 
 from harness.api.payloads import Box, BoxEvidence, Request, TubeEvidence, Video  # noqa: E402
-from harness.models.internvl import InternVLAdapter  # noqa: E402
-from harness.models.llava import LlavaAdapter  # noqa: E402
-from harness.models.llava_next import LlavaNextAdapter  # noqa: E402
-from harness.models.llava_onevision import LlavaOnevisionAdapter  # noqa: E402
-from harness.testing import tiny_processors as tp  # noqa: E402
-from harness.testing.tiny import TINY_IMAGE_SIZE, build_tiny_model  # noqa: E402
+from harness.api.registry import MODEL_FAMILIES  # noqa: E402
+from harness.models.layouts import SpatialKind  # noqa: E402
+from harness.models.unit import unit_names, unit_of  # noqa: E402
+from harness.testing.tiny import build_tiny_model, tiny_processor  # noqa: E402
 
 TOKEN_LOCAL = "headscope_test_tokenlocal"
-FAMILIES = {
-    "llava": (LlavaAdapter, tp.tiny_llava_processor),
-    "llava_next": (LlavaNextAdapter, tp.tiny_llava_next_processor),
-    "llava_onevision": (LlavaOnevisionAdapter, tp.tiny_llava_onevision_processor),
-    "internvl": (InternVLAdapter, tp.tiny_internvl_processor),
-}
+FAMILIES = tuple(n for n in unit_names(tiny=True) if isinstance(unit_of(n).layout, SpatialKind))
+"""Families whose layout kind follows from the media sizes (fixed grid, anyres, tiles)."""
+VIDEO_FAMILIES = tuple(n for n in FAMILIES if "video" in unit_of(n).capabilities)
 
 
 def _value_only(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
@@ -39,14 +34,13 @@ def _local_adapter(family: str, **config):
     from transformers import AttentionInterface
 
     AttentionInterface.register(TOKEN_LOCAL, _value_only)
-    cls, make_processor = FAMILIES[family]
     model = build_tiny_model(family)
     model.model.vision_tower.config._attn_implementation = TOKEN_LOCAL
-    processor = make_processor()
+    processor = tiny_processor(family)
     for key, value in config.items():  # e.g. a smaller anyres_max_N, on model and processor
         setattr(model.config, key, value)
         setattr(processor, key, value)
-    return cls.from_parts(model, processor)
+    return MODEL_FAMILIES.get(family).from_parts(model, processor)
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +83,16 @@ def _changed(adapter, before: Request, after: Request) -> set[int]:
     return set(torch.nonzero(diff > 1e-5).flatten().tolist())
 
 
-def _margin(family: str, size: tuple[int, int]) -> float:
-    return 4.0 * max(1.0, max(size) / TINY_IMAGE_SIZE[family])
+def _margin(adapter, size: tuple[int, int]) -> float:
+    """4 tower pixels, in original pixels (the tower's input size from its config)."""
+    tower = adapter.model.config.vision_config.image_size
+    tower = tower[0] if isinstance(tower, list | tuple) else tower
+    return 4.0 * max(1.0, max(size) / int(tower))
 
 
 def _check(adapter, family, make_request, size, box, evidence):
     changed = _changed(adapter, make_request(Image.new("RGB", size)), make_request(None))
-    margin = _margin(family, size)
+    margin = _margin(adapter, size)
     request = make_request(Image.new("RGB", size))
     inner = set(adapter.token_spans(request, evidence(box.grow(-margin))).evidence)
     outer = set(adapter.token_spans(request, evidence(box.grow(margin))).evidence)
@@ -114,7 +111,7 @@ IMAGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize(("size", "box"), IMAGE_CASES)
 def test_single_image_box_maps_to_changed_tokens(adapters, family, size, box):
     adapter = adapters(family)
@@ -139,7 +136,7 @@ def test_onevision_anyres_max_downsampling(adapters):
     _check(adapter, "llava_onevision", make, size, box, lambda b: BoxEvidence(b, 0))
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", FAMILIES)
 def test_second_of_two_images(adapters, family):
     adapter = adapters(family)
     other = Image.new("RGB", (120, 90), (10, 200, 30))
@@ -151,7 +148,7 @@ def test_second_of_two_images(adapters, family):
     _check(adapter, family, make, size, box, lambda b: BoxEvidence(b, 1))
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", VIDEO_FAMILIES)
 def test_tube_on_one_frame(adapters, family):
     adapter = adapters(family)
     size, box = (128, 96), Box(20, 20, 100, 80)

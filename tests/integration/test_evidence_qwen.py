@@ -30,18 +30,16 @@ from harness.api.payloads import (  # noqa: E402
     TubeEvidence,
     Video,
 )
-from harness.api.registry import MODEL_FAMILIES  # noqa: E402
-from harness.models.offline.qwen import qwen_processor  # noqa: E402
-from harness.testing.tiny import build_tiny_model  # noqa: E402
+from harness.models.unit import unit_names  # noqa: E402
+from harness.testing.tiny import tiny_adapter  # noqa: E402
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+FAMILIES = unit_names(tiny=True, kind="grid_thw")
 _CACHE: dict[str, object] = {}
 
 
 def adapter(family: str):
     if family not in _CACHE:
-        cls = MODEL_FAMILIES.get(family)
-        _CACHE[family] = cls.from_parts(build_tiny_model(family), qwen_processor(family))
+        _CACHE[family] = tiny_adapter(family)
     return _CACHE[family]
 
 

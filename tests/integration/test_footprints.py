@@ -33,33 +33,36 @@ from harness.api.payloads import (  # noqa: E402
     Video,
 )
 from harness.models.llava import FRAME  # noqa: E402
-from tests.integration.test_evidence_conformance import FAMILIES  # noqa: E402
+from harness.models.unit import unit_names, unit_of  # noqa: E402
 from tests.integration.test_evidence_conformance import adapter as real_adapter  # noqa: E402
 
-ALL = (*FAMILIES, "toy")
+ALL = unit_names()
+"""Every family with a unit: those with a tiny recipe at real geometry, the toy as shipped."""
 
 
 @functools.cache
 def adapter(family: str):
-    if family == "toy":
+    if unit_of(family).tiny is None:
         from harness.api.model import load_adapter
         from harness.api.specs import ModelSpec
 
-        return load_adapter(ModelSpec("toy"))
+        return load_adapter(ModelSpec(family))
     return real_adapter(family)
 
 
 def requests(family: str) -> list[Request]:
+    """An image with two pages, and a 5-frame video (the parts the family can be shown)."""
     big = family != "toy"
+    can = unit_of(family).capabilities
     image = Image.new("RGB", (500, 375) if big else (64, 64), (90, 20, 20))
     pages = (Image.new("RGB", (306, 396)), Image.new("RGB", (400, 300))) if big else ()
     size = (320, 240) if big else (64, 64)
     frames = tuple(Image.new("RGB", size, (0, 0, 10 * i)) for i in range(5))
     video = Video(frames, tuple(range(0, 20, 4)), fps=8.0)
-    return [
-        Request("Where is the thing?", images=(image,), pages=pages),
-        Request("What moves?", video=video),
-    ]
+    out = [Request("Where is the thing?", images=(image,), pages=pages if "pages" in can else ())]
+    if "video" in can:
+        out.append(Request("What moves?", video=video))
+    return out
 
 
 def evidence_for(request: Request, source: int, box: Box):
@@ -153,7 +156,7 @@ def _check(ad, family: str, per_medium: int | None) -> tuple[int, int]:
 def test_footprints_map_back_through_the_evidence_map(family):
     checked, blanks = check(family, per_medium=12)
     assert checked >= 20
-    if family in ("llava_next", "llava_onevision"):
+    if unit_of(family).layout.kind == "anyres":
         assert blanks > 0  # row newlines: the no-footprint rule has teeth
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.api.specs import RunSpec, TaskSpec, parse_intervention
+from harness.models.unit import unit_names
 from harness.run.evaluator import run_grid
 from harness.schema.results import load_results
 from tests.fixtures import make_image_doc_fixtures as image_fx
@@ -115,24 +116,12 @@ def assert_same(outs):
 
 
 def tiny_adapter(family: str):
-    from harness.api.registry import MODEL_FAMILIES
-    from harness.models.offline.qwen import qwen_processor
-    from harness.testing import tiny_processors as tp
-    from harness.testing.tiny import build_tiny_model
+    from harness.testing.tiny import tiny_adapter as build
 
-    makers = {
-        "llava": tp.tiny_llava_processor,
-        "llava_next": tp.tiny_llava_next_processor,
-        "llava_onevision": tp.tiny_llava_onevision_processor,
-        "internvl": tp.tiny_internvl_processor,
-    }
-    processor = makers[family]() if family in makers else qwen_processor(family)
-    cls = MODEL_FAMILIES.get(family)
-    return cls.from_parts(build_tiny_model(family), processor)
+    return build(family)
 
 
-FAMILIES = ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava", "llava_next", "llava_onevision"]
-FAMILIES.append("internvl")
+FAMILIES = unit_names(tiny=True)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -303,28 +292,13 @@ def test_each_document_is_read_once_per_run(toy, tmp_path, monkeypatch, order):
 def real_geometry_adapter(family: str):
     """A tiny model of ``family`` with its processor at the released checkpoints' geometry.
 
-    LLaVA family, InternVL: real tower sizes, crops and pinpoints; Qwen: Qwen2/2.5-VL's
-    pixel budgets (128–768 merged tokens per video frame, up to 16,384 per image; Qwen3-VL
-    gets the same per-frame range).
+    The unit's tiny recipe at ``geometry="real"``: LLaVA family, InternVL: real tower sizes,
+    crops and pinpoints; Qwen: the checkpoints' image budgets (up to 16,384 merged tokens per
+    image) and 128–768 merged tokens per video frame pair.
     """
-    from harness.api.registry import MODEL_FAMILIES
-    from harness.models.offline.qwen import qwen_processor
-    from harness.testing import tiny_processors as tp
-    from harness.testing.tiny import build_tiny_model
+    from harness.testing.tiny import tiny_adapter as build
 
-    makers = {
-        "llava": tp.tiny_llava_processor,
-        "llava_next": tp.tiny_llava_next_processor,
-        "llava_onevision": tp.tiny_llava_onevision_processor,
-        "internvl": tp.tiny_internvl_processor,
-    }
-    if family in makers:
-        model = build_tiny_model(family, geometry="real")
-        processor = makers[family](geometry="real")
-    else:
-        model = build_tiny_model(family)
-        processor = qwen_processor(family, image_tokens=(4, 16384), video_tokens=(128, 768))
-    return MODEL_FAMILIES.get(family).from_parts(model, processor)
+    return build(family, geometry="real")
 
 
 @pytest.mark.slow

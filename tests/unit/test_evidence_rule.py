@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from harness.api.payloads import Box, EvidenceError
-from harness.models._layout import Axis, View, bilinear_sources, patch_spans
 from harness.models.hf import OVERLAP_TOL, overlapping
+from harness.models.layouts.geometry import Axis, View, bilinear_sources, patch_spans
 from harness.models.llava_next import patch_output_size
 from harness.testing.tiny import vision_geometry
 

@@ -6,23 +6,12 @@ from typing import Any
 
 __all__ = [
     "CHATML_TEMPLATE",
-    "FAMILIES",
     "RESERVED",
     "byte_tokenizer",
     "llava_tokenizer",
     "special_token_ids",
 ]
 
-FAMILIES = (
-    "qwen2_vl",
-    "qwen2_5_vl",
-    "qwen3_vl",
-    "llava",
-    "llava_next",
-    "llava_onevision",
-    "internvl",
-)
-"""The families :func:`special_token_ids` lays out ids for."""
 RESERVED = 16
 """Number of ids at the top of the vocabulary reserved for special tokens."""
 
@@ -38,11 +27,14 @@ CHATML_TEMPLATE = (
 family's image placeholder (e.g. ``{{ '<image>\\n' }}``)."""
 
 
-def special_token_ids(family: str, vocab_size: int = 512) -> dict[str, int]:
+def special_token_ids(family: str | None, vocab_size: int = 512) -> dict[str, int]:
     """Special-token ids of an offline tokenizer (they sit in the top :data:`RESERVED` ids).
 
+    The layout is the same for every family; each family's recipe names its own tokens for
+    these ids (``<|image_pad|>``, ``<image>``, ``<IMG_CONTEXT>``, ...).
+
     Args:
-        family: One of :data:`FAMILIES`.
+        family: A registered model family (checked, with did-you-mean), or None.
         vocab_size: The model's vocabulary size (512: the tiny test models').
 
     Returns:
@@ -50,8 +42,10 @@ def special_token_ids(family: str, vocab_size: int = 512) -> dict[str, int]:
         InternVL ``vision_start``/``vision_end`` stand for ``<img>``/``</img>``; families
         without a video token still get an id (unused by the model).
     """
-    if family not in FAMILIES:
-        raise ValueError(f"unknown tiny family {family!r} (known: {', '.join(FAMILIES)})")
+    if family is not None:
+        from harness.api.registry import MODEL_FAMILIES
+
+        MODEL_FAMILIES.get(family)  # UnknownNameError with did-you-mean
     if vocab_size < 2 * RESERVED:
         raise ValueError(f"vocab_size must be ≥ {2 * RESERVED}, got {vocab_size}")
     top = vocab_size - 1

@@ -5,7 +5,7 @@ A :class:`Layout` lists, in feature order (the order features are scattered into
 frame ``f`` as ``FRAME + f``; ``NO_SOURCE`` for tokens that cover nothing, e.g. a video's
 trailing newline) and its footprint: the rectangle of original-image pixels whose content
 reaches the token (NaN for tokens without a footprint, such as row newlines). Ω(V*) is then
-the set of tokens that :func:`harness.models.hf.overlapping` (the one evidence rule) selects.
+the set of tokens that :func:`overlapping` (the one evidence rule) selects.
 
 The geometry helpers below replay the processors' preprocessing (pad, resize, crop, tile) as
 exact integer affine maps per axis (:class:`Axis`) and the vision towers' patch grids as pixel
@@ -22,7 +22,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import Box, BoxEvidence, EvidenceError, PageEvidence, TubeEvidence
-from harness.models.hf import overlapping
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,12 +30,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Axis",
+    "EVIDENCE_RULE",
     "FRAME",
     "Footprints",
     "Layout",
     "NO_SOURCE",
+    "OVERLAP_TOL",
     "View",
     "bilinear_sources",
+    "overlapping",
     "patch_spans",
     "select_tokens",
     "tube_inside",
@@ -45,6 +47,49 @@ __all__ = [
 FRAME = 1 << 20
 """Source id offset of video frames: frame ``f`` of ``Request.video`` has source ``FRAME + f``."""
 NO_SOURCE = -1
+
+
+OVERLAP_TOL = 1e-6
+"""Overlaps of at most this many original pixels count as touching, not overlapping. Float
+round-off of footprint edges (100 · (196 / 700) / 28 = 1.0000000000000002) stays far below it."""
+
+
+EVIDENCE_RULE = "footprint overlap > 0, half-open [x1, x2) x [y1, y2), tol 1e-6 px (v2)"
+"""Recorded in every adapter's settings: RAM rankings made under another rule (v1: float
+rectangles, nominal cell sizes, whole-image pages) are not comparable and must not merge."""
+
+
+def overlapping(rects: Any, box: Box, size: tuple[int, int]) -> Any:
+    """THE evidence rule, used by every family: which token footprints the evidence covers.
+
+    A footprint is the rectangle of original pixels whose content reaches a token (NaN rows:
+    none). It covers ``box`` when it shares positive area with the part of the box inside the
+    ``size`` image: rectangles are half-open ``[x1, x2) × [y1, y2)`` (x2/y2 exclusive) and the
+    overlap must exceed :data:`OVERLAP_TOL` on both axes. A box edge on a token boundary takes
+    no extra row or column; a 1-px box takes the tokens that see that pixel; tokens that see
+    only padding or the part of a crop the model cuts away are never taken.
+
+    Args:
+        rects: (N, 4) ``x1, y1, x2, y2`` footprints in original pixels.
+        box: Evidence box in original pixels.
+        size: (width, height) of the medium.
+
+    Returns:
+        (N,) bool mask.
+
+    Raises:
+        EvidenceError: the box lies outside the image.
+    """
+    import numpy as np
+
+    clipped = box.clip(*size)
+    if clipped is None:
+        raise EvidenceError(f"box {box.as_tuple()} lies outside the {size[0]}×{size[1]} image")
+    r = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
+    with np.errstate(invalid="ignore"):
+        ix = np.minimum(r[:, 2], clipped.x2) - np.maximum(r[:, 0], clipped.x1)
+        iy = np.minimum(r[:, 3], clipped.y2) - np.maximum(r[:, 1], clipped.y1)
+        return (ix > OVERLAP_TOL) & (iy > OVERLAP_TOL)
 
 
 @dataclass(frozen=True)
@@ -191,11 +236,14 @@ class Layout:
     def __len__(self) -> int:
         return len(self.source)
 
-    def covering(self, source: int, box: Box | None = None) -> np.ndarray:
+    def covering(
+        self, source: int, box: Box | None = None, tokens_of: int | None = None
+    ) -> np.ndarray:
         """Indices of the tokens of ``source`` that :func:`overlapping` selects for ``box``.
 
         ``box=None`` stands for the whole medium (every token that sees any of its pixels:
-        not the row newlines, not the tokens that see only padding).
+        not the row newlines, not the tokens that see only padding). ``tokens_of``: the
+        source whose tokens see ``source`` (a temporal group's first frame; default itself).
         """
         import numpy as np
 
@@ -203,7 +251,7 @@ class Layout:
             raise EvidenceError(f"evidence refers to a medium the request does not show ({source})")
         width, height = self.sizes[source]
         box = Box(0, 0, width, height) if box is None else box
-        mine = np.flatnonzero(self.source == source)
+        mine = np.flatnonzero(self.source == (source if tokens_of is None else tokens_of))
         return mine[overlapping(self.rects[mine], box, (width, height))]
 
 
@@ -268,8 +316,17 @@ class Footprints:
         return cls(np.asarray(positions, dtype=np.int64)[order], ordered, frames_per_token)
 
 
-def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.ndarray:
+def select_tokens(
+    layout: Layout, request: Request, evidence: Evidence, frames_per_token: int = 1
+) -> np.ndarray:
     """Indices (into ``layout``) of the visual tokens covering ``evidence``.
+
+    Args:
+        layout: The request's layout.
+        request: The request.
+        evidence: A box on an image, a tube on the video, or pages (with optional boxes).
+        frames_per_token: Video frames one token covers (:attr:`Footprints.frames_per_token`):
+            a box on frame ``f`` selects the tokens of its group's first frame.
 
     Raises:
         EvidenceError: the evidence is empty, degenerate, refers to media the request does
@@ -281,16 +338,28 @@ def select_tokens(layout: Layout, request: Request, evidence: Evidence) -> np.nd
     parts: list[np.ndarray] = []
     n_images = len(request.images)
     if isinstance(evidence, BoxEvidence):
+        shown = len(request.visual_inputs())  # images, then pages
+        if not 0 <= evidence.image_index < shown:
+            raise EvidenceError(
+                f"image {evidence.image_index} outside the request's {shown} images"
+            )
         parts.append(layout.covering(evidence.image_index, evidence.box))
     elif isinstance(evidence, TubeEvidence):
+        if request.video is None:
+            raise EvidenceError("tube evidence on a request without video")
+        n_frames = len(request.video.frames)
+        for frame in evidence.boxes:
+            if not 0 <= frame < n_frames:
+                raise EvidenceError(f"frame {frame} outside the {n_frames} frames")
         inside = tube_inside(evidence.boxes, lambda f: layout.sizes.get(FRAME + f))
         for frame, box in inside.items():
-            parts.append(layout.covering(FRAME + frame, box))
+            group = FRAME + frame - frame % frames_per_token
+            parts.append(layout.covering(FRAME + frame, box, tokens_of=group))
     elif isinstance(evidence, PageEvidence):
         for page in evidence.pages:
             source = n_images + page
-            if source not in layout.sizes:
-                raise EvidenceError(f"page {page} is not shown in the request")
+            if not 0 <= page < len(request.pages) or source not in layout.sizes:
+                raise EvidenceError(f"page {page} outside the {len(request.pages)} pages")
             boxes = evidence.boxes.get(page, ())
             parts.extend(layout.covering(source, box) for box in boxes or (None,))
     else:
