@@ -81,6 +81,14 @@ def run(args: argparse.Namespace) -> int:
         geometry = adapter.geometry
     except (AttributeError, NoHeadsError):  # a stand-in without one (tests), a rule-based model
         geometry = None
+    if geometry is not None and geometry.attention_layers is not None:
+        without = sorted(set(range(geometry.num_layers)) - set(geometry.attention_layers))
+        raise UsageError(
+            f"rank: decoder layers {without} have no attention heads (linear-attention, conv "
+            "or MoE layers); ranking files hold RAM for every layer × head, so rank does not "
+            "support this decoder yet",
+            hint="rank a decoder whose every layer is an attention layer",
+        )
     if geometry is not None:  # more heads than the model has: refused before probing
         try:
             geometry.count(args.top_k)

@@ -132,3 +132,14 @@ def test_run_results_record_the_layer_kinds_of_mixed_decoders():
     qwen = collect_provenance(TinyAdapter(tiny.qwen3_5()))["model"]
     assert qwen["layer_kinds"][0] == "linear_attention"
     assert "layer_kinds" not in collect_provenance(TinyAdapter(build_tiny_model("llava")))["model"]
+
+
+def test_rank_refuses_a_decoder_with_layers_without_heads(tmp_path, monkeypatch, capsys):
+    """A ranking holds RAM for every layer × head: refused before probing, naming the layers."""
+    from harness.api import model as base
+    from harness.cli.main import main
+
+    monkeypatch.setattr(base, "load_adapter", lambda spec: TinyAdapter(tiny.qwen3_5()))
+    argv = ["rank", "--tasks", "refcocog_mini", "--limit", "1", "--output", str(tmp_path / "r")]
+    assert main([*argv, "--no-progress", "--no-figures"]) == 2
+    assert "decoder layers [0, 1, 2] have no attention heads" in capsys.readouterr().err
