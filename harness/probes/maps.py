@@ -43,6 +43,7 @@ __all__ = [
     "sample_maps",
     "check_maps_files",
     "write_maps",
+    "remove_maps",
 ]
 
 NO_MAP_HEADS = "--maps-heads 0 and --maps-random 0 choose no head to map"
@@ -349,3 +350,41 @@ def _rekeyed(tasks: dict[str, TaskMaps]) -> dict[str, TaskMaps]:
         )
         for t, (name, task) in enumerate(tasks.items())
     }
+
+
+def remove_maps(output: str | Path) -> list[Path]:
+    """Remove the attention maps an earlier rank wrote into ``output``; returns what went.
+
+    Called when a rank writes a new ranking without maps: the earlier ones belong to the
+    earlier ranking. Only what a headscope maps index names is removed: ``maps.json`` (first,
+    so no reader finds it without its arrays), its ``maps.npz`` and the PNGs its samples list
+    under ``maps/``, then the folders that left empty. A ``maps.json`` that is not headscope's
+    keeps everything.
+    """
+    from harness.schema.maps import MAPS_FORMAT, MAPS_JSON, MAPS_NPZ
+
+    root = Path(output)
+    try:
+        doc = json.loads((root / MAPS_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(doc, dict) or doc.get("format") != MAPS_FORMAT:
+        return []
+    media_root = (root / "maps").resolve()
+    names = [MAPS_JSON, MAPS_NPZ]
+    for task in (doc.get("tasks") or {}).values():
+        for sample in task.get("samples") or () if isinstance(task, dict) else ():
+            names += [str(m.get("path")) for m in sample.get("media") or () if isinstance(m, dict)]
+    removed = []
+    for name in names:
+        path = root / name
+        inside = name in (MAPS_JSON, MAPS_NPZ) or path.resolve().is_relative_to(media_root)
+        if inside and path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    for folder in sorted(media_root.rglob("*"), key=lambda f: -len(f.parts)):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    if media_root.is_dir() and not any(media_root.iterdir()):
+        media_root.rmdir()
+    return removed

@@ -313,7 +313,8 @@ def run_rank(
     (the caller's record of what the ranking was made for: model, task specs, seed) is kept in
     the ranking's settings, so that a resume can tell a ranking made for something else.
     ``maps`` (:class:`~harness.probes.maps.MapsConfig`): also the attention maps (after the
-    ranking; they resume on their own); None: none.
+    ranking; they resume on their own); None: none, and the maps of an earlier rank in
+    ``output`` are removed (they were made for the ranking this one replaces).
     """
     from harness.probes.profile import ranking_profiles
     from harness.schema.ranking import save_ranking
@@ -332,6 +333,10 @@ def run_rank(
     profile = ranking_profiles(ranking, n_boot=n_boot)
     write_json_atomic(out / "profile.json", profile, indent=1, allow_nan=False)
     figures = draw_heatmaps(ranking, out) if plots else []
+    if maps is None or maps.n == 0:  # an earlier rank's maps belong to its ranking
+        from harness.probes.maps import remove_maps
+
+        remove_maps(out)
     files = [save_ranking(out / "ranking.json", ranking), out / "spearman.json"]
     files += [out / "profile.json", *figures]
     counts = None

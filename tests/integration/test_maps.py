@@ -232,3 +232,45 @@ def test_arrays_that_are_not_a_zip_are_computed_again(toy, tmp_path, monkeypatch
     (tmp_path / "maps.json").write_text(json.dumps(doc))
     assert rank("--output", str(tmp_path), "--maps", "1") == 0, capsys.readouterr().err
     assert len(load_maps(tmp_path).tasks["refcocog_mini"].samples) == 1
+
+
+def test_rank_without_maps_removes_the_maps_of_an_earlier_rank(toy, tmp_path, monkeypatch):
+    rank = _rank_cli(toy, monkeypatch)
+    assert rank("--output", str(tmp_path), "--maps", "1") == 0
+    pngs = sorted((tmp_path / "maps").rglob("*.png"))
+    assert (tmp_path / "maps.json").is_file() and (tmp_path / MAPS_NPZ).is_file() and pngs
+    (tmp_path / "notes.txt").write_text("mine")  # the user's: stays
+    assert rank("--output", str(tmp_path), "--maps", "0", "--limit", "1") == 0
+    # was: maps.json and its arrays and PNGs of the first ranking beside the new one
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "notes.txt",
+        "profile.json",
+        "ranking.json",
+        "spearman.json",
+    ]
+
+
+def test_a_maps_json_headscope_did_not_write_is_left_alone(tmp_path):
+    from harness.probes.maps import remove_maps
+
+    (tmp_path / "maps.json").write_text('{"format": "someone.else"}')
+    (tmp_path / MAPS_NPZ).write_bytes(b"theirs")
+    assert remove_maps(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["maps.json", MAPS_NPZ]
+
+
+def test_remove_maps_removes_only_what_the_index_names_inside_maps(tmp_path):
+    import json
+
+    from harness.probes.maps import remove_maps
+
+    run = tmp_path / "rank"
+    (run / "maps" / "media").mkdir(parents=True)
+    (run / "maps" / "media" / "a.png").write_bytes(b"png")
+    (tmp_path / "outside.png").write_bytes(b"not headscope's")
+    (run / "ranking.png").write_bytes(b"a heatmap")
+    media = [{"path": "maps/media/a.png"}, {"path": "../outside.png"}, {"path": "ranking.png"}]
+    doc = {"format": "headscope.maps", "tasks": {"t": {"samples": [{"media": media}]}}}
+    (run / "maps.json").write_text(json.dumps(doc))
+    assert remove_maps(run) == [run / "maps.json", run / "maps" / "media" / "a.png"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["outside.png", "rank", "ranking.png"]
