@@ -116,6 +116,32 @@ def parse_layers(spec: Any, num_layers: int, who: str = "intervention") -> list[
     return sorted(set(chosen))
 
 
+def parse_attention_layers(spec: Any, geometry: Any, who: str = "intervention") -> list[int]:
+    """:func:`parse_layers` over the layers that have attention (``geometry.head_layers``).
+
+    On a decoder whose every layer is an attention layer this is :func:`parse_layers`. Where
+    some have none (Qwen3.5's linear-attention layers), ``all`` and ``all_but_first`` mean
+    the attention layers, and naming another layer is refused.
+    """
+    chosen = parse_layers(spec, geometry.num_layers, who)
+    if geometry.attention_layers is None:
+        return chosen
+    heads = set(geometry.head_layers)
+    if spec in ("all", "all_but_first"):
+        kept = [x for x in chosen if x in heads]
+        if spec == "all_but_first":
+            kept = [x for x in kept if x != min(heads)]
+        if not kept:
+            raise InterventionError(f"{who}: layers={spec!r} selects no attention layer")
+        return kept
+    bad = [x for x in chosen if x not in heads]
+    if bad:
+        raise InterventionError(
+            f"{who}: layers {bad} are not attention layers (attention layers: {sorted(heads)})"
+        )
+    return chosen
+
+
 @dataclass
 class CallState:
     """What :class:`ForwardTap` knows about the forward in progress.

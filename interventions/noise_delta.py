@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
-from interventions._common import ForwardTap, parse_layers
+from interventions._common import ForwardTap, parse_attention_layers
 
 __all__ = ["NoiseDelta"]
 
@@ -58,17 +58,17 @@ class NoiseDelta(Intervention):
         Yields:
             ``{"name", "layers", "seed", "stats"}`` (``stats`` names how mean/std are matched).
         """
-        from harness.api.anatomy import decoder_layers
+        from harness.api.anatomy import attention_modules
 
         model = adapter.model
-        blocks = decoder_layers(model)
-        layers = parse_layers(self.layers, len(blocks), "noise_delta")
+        modules = attention_modules(model)
+        layers = parse_attention_layers(self.layers, adapter.geometry, "noise_delta")
         handles = []
         with ForwardTap(model) as tap:
             try:
                 for layer in layers:
                     hook = _make_hook(tap, layer, self.seed)
-                    handles.append(blocks[layer].self_attn.register_forward_hook(hook))
+                    handles.append(modules[layer].register_forward_hook(hook))
                 yield {
                     "name": "noise_delta",
                     "layers": layers,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
-from interventions._common import parse_layers
+from interventions._common import parse_attention_layers
 
 __all__ = ["NoiseQKV", "matched_noise"]
 
@@ -60,13 +60,13 @@ class NoiseQKV(Intervention):
         """
         import torch
 
-        from harness.api.anatomy import decoder_layers
+        from harness.api.anatomy import attention_modules
 
-        blocks = decoder_layers(adapter.model)
-        layers = parse_layers(self.layers, len(blocks), "noise_qkv")
+        modules = attention_modules(adapter.model)
+        layers = parse_attention_layers(self.layers, adapter.geometry, "noise_qkv")
         targets = []
         for layer in layers:
-            attn = blocks[layer].self_attn
+            attn = modules[layer]
             missing = [p for p in _PROJ if not hasattr(attn, p)]
             if missing:
                 raise InterventionError(

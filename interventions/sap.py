@@ -35,7 +35,12 @@ from typing import Any, Literal
 
 from harness.api.intervention import Intervention, InterventionError
 from harness.api.registry import intervention
-from interventions._common import ForwardTap, check_choice, installed, parse_layers
+from interventions._common import (
+    ForwardTap,
+    check_choice,
+    installed,
+    parse_attention_layers,
+)
 
 __all__ = ["SAP"]
 
@@ -112,7 +117,7 @@ class SAP(Intervention):
 
         model = adapter.model
         geometry = adapter.geometry
-        layers = parse_layers(self.layers, geometry.num_layers, "sap")
+        layers = parse_attention_layers(self.layers, geometry, "sap")
         _priors.check_support(self.prior, model)
         placeholder = self.make_prior(torch.zeros(1, 0, dtype=torch.long), torch.zeros(1, 0), None)
         heads = [Head(la, h) for la in layers for h in range(geometry.num_heads)]

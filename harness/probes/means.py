@@ -57,7 +57,7 @@ def compute_head_means(model: Any, batches: Iterable[dict[str, Any]]) -> torch.T
     """
     import torch
 
-    from harness.api.anatomy import decoder_layers, geometry_of
+    from harness.api.anatomy import attention_modules, geometry_of
 
     g = geometry_of(model)
     sums = torch.zeros(g.num_layers, g.num_heads, g.head_dim, dtype=torch.float64)
@@ -77,9 +77,9 @@ def compute_head_means(model: Any, batches: Iterable[dict[str, Any]]) -> torch.T
 
         return hook
 
-    handles = [
-        layer.self_attn.o_proj.register_forward_pre_hook(grab(i))
-        for i, layer in enumerate(decoder_layers(model))
+    handles = [  # attention layers only: a linear-attention layer has no heads (rows stay 0)
+        attn.o_proj.register_forward_pre_hook(grab(i))
+        for i, attn in attention_modules(model).items()
     ]
     try:
         with torch.no_grad():

@@ -143,3 +143,28 @@ def test_rank_refuses_a_decoder_with_layers_without_heads(tmp_path, monkeypatch,
     argv = ["rank", "--tasks", "refcocog_mini", "--limit", "1", "--output", str(tmp_path / "r")]
     assert main([*argv, "--no-progress", "--no-figures"]) == 2
     assert "decoder layers [0, 1, 2] have no attention heads" in capsys.readouterr().err
+
+
+def test_layer_interventions_and_means_use_the_attention_layers_of_a_hybrid():
+    """Noise-Δ, Noise-QKV and head means hooked self_attn of every layer (none in linear ones)."""
+    from harness.api.intervention import InterventionError
+    from harness.probes.means import compute_head_means
+    from interventions.noise_delta import NoiseDelta
+    from interventions.noise_qkv import NoiseQKV
+
+    adapter = TinyAdapter(tiny.qwen3_5())
+    inp = {"input_ids": torch.randint(3, tiny.TEXT_TOP, (1, 10))}
+    clean = logits(adapter.model, inp)
+    for spec in (NoiseDelta(), NoiseQKV()):
+        with spec.attach(adapter) as info:
+            assert info["layers"] == [3]
+            assert (
+                maxdiff(logits(adapter.model, inp), clean, {"attention_mask": torch.ones(1, 10)})
+                > 1e-4
+            )
+        with pytest.raises(InterventionError, match=r"layers \[0\] are not attention layers"):
+            with type(spec)(layers=[0, 3]).attach(adapter):
+                pass
+    means = compute_head_means(adapter.model, [inp])
+    assert means.shape == (4, 4, 16)
+    assert means[:3].abs().sum() == 0 and means[3].abs().sum() > 0
