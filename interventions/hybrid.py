@@ -206,7 +206,8 @@ def _model_windows(model: Any) -> dict[str, int]:
     from harness.api.anatomy import layer_kinds
 
     kinds = layer_kinds(model)
-    return {str(i): k.window for i, k in enumerate(kinds) if k.window is not None}
+    sliding = ("sliding_attention", "hybrid_sliding")  # not chunked layers: no sliding band
+    return {str(i): k.window for i, k in enumerate(kinds) if k.kind in sliding and k.window}
 
 
 def _zeros(geometry: Any) -> Any:

@@ -232,7 +232,8 @@ def diagnose_sample(
     if recs is not None:
         from harness.metrics.ram import key_region_degree_ratio
 
-        m = masses_of(recs, adapter.geometry.num_layers)
+        geometry = adapter.geometry
+        m = masses_of(recs, geometry.num_layers, geometry.head_layers)
         kr: dict[str, Any] = {"ratio": key_region_degree_ratio(m["evidence"], m["visual"])}
         if generate:
             kr.update(_correctness(adapter, task, doc, request, seed, threshold))

@@ -117,22 +117,29 @@ def recording(
         yield recorders
 
 
-def masses_of(recorders: Mapping[str, Any], num_layers: int) -> dict[str, np.ndarray]:
+def masses_of(
+    recorders: Mapping[str, Any], num_layers: int, layers: Sequence[int] | None = None
+) -> dict[str, np.ndarray]:
     """``[L, H]`` float64 masses of sample 0 from filled recorders.
+
+    ``layers`` are the layers that must have recorded (default: all); the rows of the others
+    (layers without heads, e.g. Qwen3.5's linear-attention layers) are 0: no head, no mass.
 
     Raises:
         ProbeError: A layer recorded nothing (its attention did not go through the dispatch).
     """
     import numpy as np
 
+    expected = set(range(num_layers) if layers is None else layers)
     out = {}
     for name, rec in recorders.items():
         if not rec.mass:
             raise ProbeError("no layer recorded attention (is the decoder on the dispatch?)")
         arr = rec.matrix(num_layers)[0].double().numpy()
-        missing = sorted({int(i) for i in np.argwhere(np.isnan(arr))[:, 0]})
+        missing = sorted({int(i) for i in np.argwhere(np.isnan(arr))[:, 0]} & expected)
         if missing:
             raise ProbeError(f"layers {missing} recorded no attention mass")
+        arr[sorted(set(range(num_layers)) - expected)] = 0.0
         out[name] = arr
     return out
 

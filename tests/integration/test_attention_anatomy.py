@@ -168,3 +168,19 @@ def test_layer_interventions_and_means_use_the_attention_layers_of_a_hybrid():
     means = compute_head_means(adapter.model, [inp])
     assert means.shape == (4, 4, 16)
     assert means[:3].abs().sum() == 0 and means[3].abs().sum() > 0
+
+
+def test_masses_of_a_hybrid_leave_layers_without_heads_at_zero():
+    """diagnose's key-region ratio reads every layer's masses: linear layers add none."""
+    from harness.probes.record import ProbeError, masses_of, recording
+
+    model = use_dispatch(tiny.qwen3_5())
+    qmask = torch.zeros(1, 10, dtype=torch.bool)
+    qmask[0, -2:] = True
+    kmask = ~qmask
+    with recording(model, qmask, {"k": kmask}) as recs:
+        logits(model, {"input_ids": torch.randint(3, tiny.TEXT_TOP, (1, 10))})
+    with pytest.raises(ProbeError, match=r"layers \[0, 1, 2\] recorded no attention mass"):
+        masses_of(recs, 4)
+    mass = masses_of(recs, 4, geometry_of(model).head_layers)["k"]
+    assert (mass[:3] == 0).all() and (mass[3] > 0).all()
