@@ -137,8 +137,6 @@ def _predict(detail: dict[str, Any], source: dict[str, Any], media: list[dict[st
     Tube and page tasks: what the task logged (:func:`_logged_regions`). Box tasks: the box
     parsed from the reply with the run's box convention, on the image of the gold box.
     """
-    from harness.api.model import parse_box_text
-
     kind = detail["media"]["evidence"]["kind"]
     if kind in ("tube", "page"):
         for replies in detail["replies"]:
@@ -147,19 +145,48 @@ def _predict(detail: dict[str, Any], source: dict[str, Any], media: list[dict[st
                 if regions is not None:
                     r["region"] = regions
         return
-    convention = (source.get("model") or {}).get("box_convention") or "normalized"
-    if convention == "pixels_resized" or not media or media[0]["kind"] != "image":
-        detail["media"]["predicted_note"] = (
-            f"predicted boxes are not drawn for box convention {convention!r}"
-            if convention == "pixels_resized"
-            else None
-        )
+    gold = detail["media"]["evidence"]["regions"]
+    if not gold:
         return
-    size = (media[0]["width"], media[0]["height"])
+    medium = media[gold[0]["media"]]
+    size = (medium["width"], medium["height"])
+    try:
+        parse = _box_reader(source.get("model") or {}, size)
+    except ValueError as exc:
+        detail["media"]["predicted_note"] = f"predicted boxes are not drawn: {exc}"
+        return
     for replies in detail["replies"]:
         for r in replies:
-            box = parse_box_text(str(r.get("output") or ""), size, convention)
-            r["region"] = [] if box is None else [{"media": 0, "box": _round(box.as_tuple())}]
+            box = parse(str(r.get("output") or ""))
+            r["region"] = [] if box is None else [{"media": gold[0]["media"], "box": _round(box)}]
+
+
+def _box_reader(model: dict[str, Any], size: tuple[int, int]) -> Any:
+    """``text -> (x1, y1, x2, y2) | None`` in original pixels, as the run's model reads boxes.
+
+    The recorded ``box_convention`` (default ``normalized``); ``pixels_resized`` (Qwen2.5-VL)
+    maps back through the recorded ``resize`` with
+    :func:`harness.models.qwen_resize.resized_size`, as the adapter and ``rescore`` do.
+
+    Raises:
+        ValueError: ``pixels_resized`` without a usable ``resize`` record.
+    """
+    from harness.api.model import parse_box_text
+
+    convention = model.get("box_convention") or "normalized"
+    resized = None
+    if convention == "pixels_resized":
+        from harness.models.qwen_resize import resized_size
+
+        if not isinstance(model.get("resize"), dict):
+            raise ValueError("the run records boxes in resized pixels but not the resize")
+        resized = resized_size(size, model["resize"])
+
+    def read(text: str) -> Any:
+        box = parse_box_text(text, size, convention, resized_size=resized)
+        return None if box is None else box.as_tuple()
+
+    return read
 
 
 def _round(box: Any) -> list[float]:

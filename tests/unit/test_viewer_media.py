@@ -186,3 +186,30 @@ def test_no_media_leaves_them_out(tmp_path):
     assert not (job / "view" / "media" / "docs").exists()
     for d in _details(job / "view", "pope_mini"):
         assert d["media"] == {"media": [], "note": "media left out (headscope view --no-media)"}
+
+
+def test_boxes_in_resized_pixels_map_back_through_the_recorded_resize(tmp_path):
+    from harness.models.qwen_resize import SMART_RESIZE, resized_size
+
+    job = write_fixture_job(tmp_path / "job", n_samples=2, tasks=("refcocog_mini",), grounded=())
+    use_task_documents(job, {"refcocog_mini": "[28, 14, 56, 42]"})
+    path = job / "accuracy" / "results.json"
+    res = json.loads(path.read_text())
+    resize = {"rule": SMART_RESIZE, "factor": 28, "min_pixels": 3136, "max_pixels": 1003520}
+    res["model"].update(box_convention="pixels_resized", resize=resize)
+    path.write_text(json.dumps(res))
+    out = tmp_path / "site"
+    build_site(collect([job], n_boot=20), out, figures=False)
+    for d in _details(out, "refcocog_mini"):
+        m = d["media"]["media"][0]
+        rw, rh = resized_size((m["width"], m["height"]), resize)
+        sx, sy = m["width"] / rw, m["height"] / rh
+        want = [round(v, 1) for v in (28 * sx, 14 * sy, 56 * sx, 42 * sy)]
+        assert (rw, rh) != (m["width"], m["height"])  # the resize matters here
+        assert {tuple(r["region"][0]["box"]) for rs in d["replies"] for r in rs} == {tuple(want)}
+    del res["model"]["resize"]  # recorded before headscope kept the resize: said, not drawn
+    path.write_text(json.dumps(res))
+    build_site(collect([job], n_boot=20), out, figures=False)
+    for d in _details(out, "refcocog_mini"):
+        assert "resized pixels but not the resize" in d["media"]["predicted_note"]
+        assert not any("region" in r for rs in d["replies"] for r in rs)
