@@ -98,6 +98,7 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="torch CPU threads (default: torch's, one per core; idle threads wait passively "
-        "unless OMP_WAIT_POLICY is set); recorded in the output files",
+        help="torch CPU threads (default: torch's, one per core; more than the cores are "
+        "capped at them, with a note; idle threads wait passively unless OMP_WAIT_POLICY is "
+        "set); recorded in the output files",
     )

@@ -14,7 +14,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["WAIT_POLICY", "DEFAULT_WAIT_POLICY", "prepare_environment", "apply_threads", "record"]
+__all__ = [
+    "WAIT_POLICY",
+    "DEFAULT_WAIT_POLICY",
+    "prepare_environment",
+    "apply_threads",
+    "usable_cores",
+    "record",
+]
 
 #: The environment variable OpenMP reads once, when its runtime starts (with torch).
 WAIT_POLICY = "OMP_WAIT_POLICY"
@@ -27,21 +34,46 @@ def prepare_environment() -> None:
     os.environ.setdefault(WAIT_POLICY, DEFAULT_WAIT_POLICY)
 
 
-def apply_threads(threads: int | None) -> None:
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask; else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def apply_threads(threads: int | None) -> int | None:
     """``torch.set_num_threads(threads)`` when given (None keeps torch's default: the cores).
 
+    More threads than :func:`usable_cores` only makes the pool's threads wait for each other
+    (and for other processes): the count is capped at the cores, with a note on stderr.
+
+    Returns:
+        The threads set, or None when ``threads`` is None.
+
     Raises:
-        ValueError: ``threads`` below 1.
+        UsageError: ``threads`` below 1.
     """
     if threads is None:
-        return
+        return None
     if threads < 1:
         from harness.api.errors import UsageError
 
         raise UsageError(f"--threads {threads}: give a count ≥ 1", hint="e.g. --threads 1")
+    cores = usable_cores()
+    if threads > cores:
+        import sys
+
+        print(
+            f"headscope: note: --threads {threads} is more than the {cores} cores this process "
+            f"may use; using {cores}",
+            file=sys.stderr,
+        )
+        threads = cores
     import torch
 
     torch.set_num_threads(threads)
+    return threads
 
 
 def record() -> dict[str, Any]:

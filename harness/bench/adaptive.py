@@ -27,6 +27,7 @@ import json
 import statistics
 from typing import Any
 
+from harness.api.threads import apply_threads
 from harness.bench.kit import (
     bench_parser,
     fake_attention,
@@ -99,8 +100,7 @@ def run_bench(
     from harness.attention.route import Route, select_windowed
     from harness.bench.decoders import ALIASES, GEOMETRIES
 
-    if threads:
-        torch.set_num_threads(threads)
+    apply_threads(threads or None)  # above the cores: capped, with a note
     name = ALIASES.get(geometry, geometry)
     geo = GEOMETRIES[name]["geometry"]
     heads, kv, dim = geo.num_heads, geo.num_kv_heads, geo.head_dim

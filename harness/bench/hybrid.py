@@ -21,6 +21,7 @@ import statistics
 from typing import Any
 
 from harness.api.heads import Geometry
+from harness.api.threads import apply_threads
 from harness.bench.decoders import ALIASES, GEOMETRIES, build_random_decoder
 from harness.bench.kit import (
     add_kernel_argument,
@@ -119,8 +120,7 @@ def run_bench(
     else:
         name = ALIASES.get(preset or geometry, preset or geometry)
         spec = GEOMETRIES[name]
-    if threads:
-        torch.set_num_threads(threads)
+    apply_threads(threads or None)  # above the cores: capped, with a note
     geo: Geometry = spec["geometry"]
     torch_dtype, kept = getattr(torch, dtype), kept_heads(keep, geo.num_heads)
     plan = hybrid_plan(layers, geo.num_heads, kept, window, sinks)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.api.threads import apply_threads
+
 __all__ = ["MARK", "measure"]
 
 MARK = "HEADSCOPE_BENCH_RAM "
@@ -106,8 +108,7 @@ def measure(cfg: dict[str, Any]) -> dict[str, Any]:
 
     import torch
 
-    if cfg.get("threads"):
-        torch.set_num_threads(cfg["threads"])
+    apply_threads(cfg.get("threads") or None)  # above the cores: capped, with a note
     n, nq, ne, device = cfg["length"], cfg["query_tokens"], cfg["evidence_tokens"], cfg["device"]
     impl = "eager" if cfg["method"] == "eager" else "sdpa"
     model = _build(cfg["preset"], cfg["layers"], cfg["dtype"], cfg["seed"], impl)

@@ -10,7 +10,8 @@ what to do. The writers themselves are atomic (:func:`harness.schema.results.rep
 refused with a message naming the holder (pid, host, start time, command). The lock is an
 ``flock`` on a lock file (``.headscope.lock`` for runs), so the kernel releases it when its
 holder dies; a lock file left behind by a killed process is then recognised as stale and taken
-over (the message says so).
+over (the message says so). The new holder also removes the temporary files (``.<name>.*.tmp``)
+that a killed writer left in the directory (:func:`remove_stray_temps`).
 
 Every command that writes files uses these, the run layer (:mod:`harness.run.outdir` adds the
 checks of what a run directory holds) and the leaderboards alike; they live here, below both.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -38,6 +40,7 @@ __all__ = [
     "OutputLock",
     "check_writable",
     "held_by",
+    "remove_stray_temps",
     "writing",
     "writing_into",
 ]
@@ -142,6 +145,8 @@ class OutputLock:
     Attributes:
         stale: Holder info of a dead run whose lock file was taken over, else None.
         created: True when :meth:`acquire` created the directory.
+        cleaned: The temporary files of killed writers that :meth:`acquire` removed
+            (:func:`remove_stray_temps`).
     """
 
     def __init__(
@@ -152,6 +157,7 @@ class OutputLock:
         self.path = self.directory / name
         self.stale: dict[str, Any] | None = None
         self.created = False
+        self.cleaned: list[Path] = []
         self._fd: int | None = None
 
     def acquire(self) -> OutputLock:
@@ -195,6 +201,7 @@ class OutputLock:
             }
             os.pwrite(fd, json.dumps(info).encode(), 0)
             self._fd = fd
+            self.cleaned = remove_stray_temps(self.directory)
         except OSError as exc:
             raise OutputDirError(f"{self.what} {str(self.directory)!r}: {exc.strerror}") from None
         return self
@@ -219,6 +226,27 @@ class OutputLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release(remove_if_unused=True)
+
+
+#: The name of a temporary file of :func:`harness.schema.results.replace_atomically` (and of the
+#: other atomic writers): ``.<file name>.<8 characters of mkstemp>.tmp``.
+_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def remove_stray_temps(directory: str | Path) -> list[Path]:
+    """Remove the temporary files that killed writers left in ``directory`` (not below it).
+
+    An atomic write goes through ``.<name>.XXXXXXXX.tmp`` beside its file and renames it; a
+    process killed in between leaves it. Called by the holder of the directory's lock, which
+    is the one process writing there, so every such file is a leftover.
+    """
+    removed = []
+    root = Path(directory)
+    for path in sorted(root.iterdir()) if root.is_dir() else ():
+        if _TEMP.match(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def held_by(directory: str | Path, name: str = LOCK_FILE) -> str | None:

@@ -227,3 +227,15 @@ def test_a_killed_leaderboard_s_lock_is_taken_over(tmp_path, capsys):
     argv = ["leaderboard", str(run), "--output", str(out), "--no-figures", "--quiet"]
     assert main(argv) == 0, capsys.readouterr().err
     assert (out / "leaderboard.md").is_file() and not (out / ".leaderboard.lock").exists()
+
+
+def test_the_lock_holder_removes_temporary_files_of_killed_writers(tmp_path):
+    out = tmp_path / "run"
+    (out / "samples").mkdir(parents=True)
+    stray = [out / ".timings.json.k3x_9q2a.tmp", out / ".results.json.abcdefgh.tmp"]
+    kept = [out / "timings.json", out / ".notes.tmp", out / "samples" / ".log.jsonl.abcdefgh.tmp"]
+    for path in stray + kept:
+        path.write_text("{")  # a killed os.replace's source; the others are not temp files
+    with OutputLock(out) as lock:
+        assert lock.cleaned == stray[::-1]  # sorted by name
+    assert [p for p in stray + kept if p.exists()] == kept  # was: the temp files stayed

@@ -79,13 +79,16 @@ def test_missing_figures_are_drawn_and_a_moved_job_resumes(tmp_path, small, caps
     assert json.loads((moved / "timings.json").read_text()) == timings  # nothing was redone
 
 
-def test_a_job_whose_results_were_rescored_resumes_with_its_own_mode(tmp_path, small, capsys):
+def test_a_rescored_job_resumes_with_its_own_mode_and_cleans_temp_files(tmp_path, small, capsys):
     """The leaderboard refuses a run folder holding results.json and rescored copies unless a
     mode is declared; the main job declares the mode its own results were scored in."""
     out = tmp_path / "out"
     assert cli.main(_argv(out)) == 0
     assert cli.main(["rescore", str(out / "accuracy"), "--scoring", "lenient"]) == 0
     before = (out / "leaderboards" / "accuracy.csv").read_text()
+    stray = out / ".timings.json.q8w1e2r3.tmp"  # a job killed while it rewrote timings.json
+    stray.write_text('{"load_s": ')
     capsys.readouterr()
     assert cli.main(_argv(out)) == 0, capsys.readouterr().err  # every stage found done
     assert (out / "leaderboards" / "accuracy.csv").read_text() == before  # official, as before
+    assert not stray.exists()  # removed by the resumed job (was: left for good)
