@@ -163,6 +163,36 @@ def test_a_tube_box_wholly_outside_one_frame_drops_that_frame(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_a_page_box_wholly_outside_its_page_drops_that_page(family):
+    """Issue 35: a page box past the page edge failed the whole page evidence (EvidenceError).
+
+    As a tube's frame is dropped: the box that lies outside is left out, a page all of whose
+    boxes lie outside is dropped, the other pages (and boxes) still count, equal to the trace
+    of the inside box alone; with every box outside its page the evidence is refused.
+    """
+    ad = adapter(family)
+    sizes = [(306, 396), (400, 300)]
+    box, outside = Box(5, 350, 300, 395), Box(410, 10, 480, 60)  # outside: past page 1's width
+    blank = Request("Which page?", pages=tuple(black(s) for s in sizes))
+    lit = Request("Which page?", pages=(draw_box(black(sizes[0]), box), black(sizes[1])))
+    rows = [
+        PageEvidence(pages=(0, 1), boxes={0: (box,), 1: (outside,)}),  # page 1 dropped
+        PageEvidence(pages=(0,), boxes={0: (box, Box(310, 400, 350, 420))}),  # one box left out
+    ]
+    assert_equal_to_trace(ad, [blank, blank], [lit, lit], rows)
+    alone = set(ad.token_spans(blank, PageEvidence(pages=(0,), boxes={0: (box,)})).evidence)
+    for evidence in rows:
+        assert set(ad.token_spans(blank, evidence).evidence) == alone
+    whole = PageEvidence(pages=(0, 1), boxes={1: (outside,)})  # page 0 whole, page 1 dropped
+    assert (
+        ad.token_spans(blank, whole).evidence
+        == ad.token_spans(blank, PageEvidence(pages=(0,))).evidence
+    )
+    with pytest.raises(EvidenceError, match="every box of the page evidence lies wholly outside"):
+        ad.token_spans(blank, PageEvidence(pages=(1,), boxes={1: (outside,)}))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_rows_of_a_left_padded_batch_equal_trace(family):
     ad = adapter(family)
     rows = [

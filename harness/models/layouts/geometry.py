@@ -39,6 +39,7 @@ __all__ = [
     "View",
     "bilinear_sources",
     "overlapping",
+    "pages_inside",
     "patch_spans",
     "select_tokens",
     "tube_inside",
@@ -281,6 +282,33 @@ def tube_inside(boxes: dict[int, Box], size_of: Callable[[int], Any]) -> dict[in
     return kept
 
 
+def pages_inside(evidence: PageEvidence, size_of: Callable[[int], Any]) -> dict[int, tuple]:
+    """The evidence pages and their boxes, without the boxes wholly outside their page.
+
+    The page form of :func:`tube_inside`: such a box says nothing about its page and is left
+    out; a page all of whose boxes lie outside is dropped from Ω(V*), the other pages still
+    count; a page without boxes stands for the whole page (``()``).
+
+    Args:
+        evidence: The page evidence.
+        size_of: ``page → (width, height)`` of that (shown) page.
+
+    Raises:
+        EvidenceError: every page had boxes and each lies wholly outside its page.
+    """
+    kept: dict[int, tuple[Box, ...]] = {}
+    for page in evidence.pages:
+        boxes = tuple(evidence.boxes.get(page, ()))
+        inside = tuple(b for b in boxes if b.clip(*size_of(page)) is not None)
+        if inside or not boxes:
+            kept[page] = inside
+    if not kept:
+        raise EvidenceError(
+            f"every box of the page evidence lies wholly outside its page {evidence}"
+        )
+    return kept
+
+
 @dataclass
 class Footprints:
     """Each visual token of a request: its input position and footprint (the evidence inverse).
@@ -357,11 +385,11 @@ def select_tokens(
             parts.append(layout.covering(FRAME + frame, box, tokens_of=group))
     elif isinstance(evidence, PageEvidence):
         for page in evidence.pages:
-            source = n_images + page
-            if not 0 <= page < len(request.pages) or source not in layout.sizes:
+            if not 0 <= page < len(request.pages) or n_images + page not in layout.sizes:
                 raise EvidenceError(f"page {page} outside the {len(request.pages)} pages")
-            boxes = evidence.boxes.get(page, ())
-            parts.extend(layout.covering(source, box) for box in boxes or (None,))
+        inside = pages_inside(evidence, lambda p: layout.sizes[n_images + p])
+        for page, boxes in inside.items():
+            parts.extend(layout.covering(n_images + page, box) for box in boxes or (None,))
     else:
         raise EvidenceError(f"unsupported evidence type {type(evidence).__name__}")
     chosen = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
