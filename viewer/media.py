@@ -26,6 +26,7 @@ reply's scores: ``pred_positions``/``pred_box``, ``pred_pages``); media are numb
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,9 @@ def _mismatch(request: Any, detail: dict[str, Any]) -> str | None:
     """Why the rebuilt request is not the logged one, or None."""
     if any(p["text"] != request.text for p in detail["prompts"]):
         return "the task's data give another prompt for this document than the run logged"
-    frames = detail["fields"].get("frame_indices")
-    if isinstance(frames, list) and request.video is not None:
-        if [int(x) for x in frames] != [int(x) for x in request.video.frame_indices]:
+    if "frame_indices" in detail["fields"] and request.video is not None:
+        frames = _ints(detail["fields"]["frame_indices"])
+        if frames != [int(x) for x in request.video.frame_indices]:
             return "the task now samples other frames than the run logged"
     return None
 
@@ -103,30 +104,54 @@ class Budget:
         return self.used >= MAX_TOTAL_BYTES
 
 
+def _ints(value: Any) -> list[int] | None:
+    """``value`` as a list of ints when it is a list of whole numbers (not booleans), else None."""
+    if not isinstance(value, list):
+        return None
+    ok = all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+    if not ok or not all(math.isfinite(x) and x == int(x) for x in value):
+        return None
+    return [int(x) for x in value]
+
+
+def _box(value: Any) -> list[float] | None:
+    """``value`` as an ``[x1, y1, x2, y2]`` box of finite numbers, else None."""
+    ok = isinstance(value, list) and len(value) == 4
+    if not ok or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    return _round(value) if all(math.isfinite(v) for v in value) else None
+
+
 def _logged_regions(scores: Any, media: list[dict[str, Any]], kind: str) -> list[dict] | None:
     """The predicted regions a task logged in a reply's scores, on the stored media, or None.
 
     ``pred_positions`` ``[start, end]`` (shown frame positions, end inclusive) with
     ``pred_box`` (original pixels, or none: the whole frame) for a tube; ``pred_pages``
-    (0-based) for pages.
+    (0-based) for pages. A log holding something else there (not whole numbers, not a
+    four-number box) gets None: nothing drawn, nothing guessed.
     """
     if not isinstance(scores, dict):
         return None
     if kind == "tube" and "pred_positions" in scores:
         span, box = scores.get("pred_positions"), scores.get("pred_box")
-        if not span:
+        if span is None:
             return []
+        span = _ints(span)
+        if span is None or len(span) != 2 or (box is not None and _box(box) is None):
+            return None
         return [
-            {"media": i, "box": None if not box else _round(box)}
+            {"media": i, "box": None if box is None else _box(box)}
             for i, m in enumerate(media)
             if m["kind"] == "frame" and span[0] <= m["index"] <= span[1]
         ]
-    if kind == "page" and isinstance(scores.get("pred_pages"), list):
-        pages = {int(x) for x in scores["pred_pages"]}
+    if kind == "page" and "pred_pages" in scores:
+        pages = _ints(scores["pred_pages"])
+        if pages is None:
+            return None
         return [
             {"media": i, "box": None}
             for i, m in enumerate(media)
-            if m["kind"] == "page" and m["index"] in pages
+            if m["kind"] == "page" and m["index"] in set(pages)
         ]
     return None
 

@@ -213,3 +213,32 @@ def test_boxes_in_resized_pixels_map_back_through_the_recorded_resize(tmp_path):
     for d in _details(out, "refcocog_mini"):
         assert "resized pixels but not the resize" in d["media"]["predicted_note"]
         assert not any("region" in r for rs in d["replies"] for r in rs)
+
+
+def test_garbage_in_a_logged_prediction_is_not_drawn_and_does_not_crash(tmp_path):
+    job = _real_job(tmp_path / "job", tasks=("vidstg_mini", "mmdocir_mini"))
+    bad = {
+        "vidstg_mini": [
+            {"pred_positions": ["a", "b"]},
+            {"pred_positions": [1, 2], "pred_box": [1, 2, "x"]},
+            {"pred_positions": [True, 2]},
+        ],
+        "mmdocir_mini": [{"pred_pages": ["one"]}, {"pred_pages": [0.5]}, {"pred_pages": "1"}],
+    }
+    for task, patches in bad.items():
+        log = next((job / "accuracy" / "samples").glob(f"{task}__00.jsonl"))
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        for row, patch in zip(rows, patches):
+            row["scores"].update(patch)
+        rows[0]["frame_indices"] = ["zero"]  # garbage here: the frames are not shown
+        log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "site"
+    build_site(collect([job], n_boot=20), out, figures=False)
+    for task in bad:
+        cols = _read(out / f"data/samples/{task}/table.js")["columns"]
+        (base,) = [c["id"] for c in cols if c["baseline"]]  # the log patched above
+        for detail in _details(out, task)[1:]:
+            assert all("region" not in r for r in detail["replies"][base])
+            others = [r for c in cols if c["id"] != base for r in detail["replies"][c["id"]]]
+            assert others and all(r["region"] for r in others)  # PREDICTED, well formed
+    assert "other frames" in _details(out, "vidstg_mini")[0]["media"]["note"]
