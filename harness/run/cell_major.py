@@ -89,4 +89,5 @@ def _pending_docs(
                 counters["generated"] += len(batch)
     finally:
         bar.close()
+        log.sync()  # what a crash of the machine could still lose
     return counters

@@ -1,7 +1,8 @@
 """Per-sample logs: ``samples/<cell>.jsonl`` of a run directory, one JSON row per line.
 
-The run appends to its logs (:class:`SampleLog`, flushed per sample) and repairs a torn last
-line when it resumes; everything else reads them only (:func:`read_sample_rows`), and finds a
+The run appends to its logs (:class:`SampleLog`: a batch's rows in one write and flush,
+fsynced per batch at most once a second and when a cell ends) and repairs a torn last line
+when it resumes; everything else reads them only (:func:`read_sample_rows`), and finds a
 result entry's log through :func:`sample_log_path`, which keeps it inside the run directory.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,7 +28,14 @@ __all__ = ["SampleLog", "unique_rows", "read_sample_rows", "sample_log_path"]
 
 
 class SampleLog:
-    """Append-only JSONL log of per-sample rows, flushed after every row.
+    """Append-only JSONL log of per-sample rows: one write and flush per batch of rows.
+
+    Durability: :meth:`append_many` writes a batch's rows with one write and flushes them
+    (a killed process loses nothing flushed); it fsyncs the file when the last fsync is at
+    least :attr:`SYNC_INTERVAL_S` old, and :meth:`sync` fsyncs what is left when a cell or
+    task ends. So a machine crash loses at most that interval's rows, or tears the last
+    line; resuming recomputes those documents. (An fsync per row cost 5–6 % of the toy's
+    accuracy stage, 14–19 % under load; one per batch is still one per row at batch 1.)
 
     Reading tolerates a torn last line (a crash mid-write): it is dropped and the
     file truncated to the last complete row, so a resumed run appends cleanly. Any other
@@ -33,9 +43,14 @@ class SampleLog:
     (never truncated away).
     """
 
+    SYNC_INTERVAL_S = 1.0
+    """Least time between two fsyncs of one log by :meth:`append_many` (0: every batch)."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._synced_at = time.monotonic()
+        self._dirty = False
 
     def read(self) -> list[dict[str, Any]]:
         """All complete rows (repairs a torn tail)."""
@@ -59,12 +74,45 @@ class SampleLog:
 
     def append(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
-        line = _jsonl(row)
+        self.append_many([row])
+
+    def append_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append ``rows`` with one write and flush (fsync: see the class docstring).
+
+        A row that cannot be serialised raises after the rows before it are written (as
+        appending them one by one did).
+        """
+        lines: list[str] = []
+        try:
+            for row in rows:
+                lines.append(_jsonl(row) + "\n")
+        finally:
+            if lines:
+                self._write("".join(lines))
+
+    def sync(self) -> None:
+        """Make the rows appended since the last fsync durable (at a cell's or task's end)."""
+        if not self._dirty:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise name_path(exc, self.path) from None
+        self._synced_at, self._dirty = time.monotonic(), False
+
+    def _write(self, text: str) -> None:
         try:
             with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+                fh.write(text)
                 fh.flush()
-                os.fsync(fh.fileno())
+                self._dirty = True
+                if time.monotonic() - self._synced_at >= self.SYNC_INTERVAL_S:
+                    os.fsync(fh.fileno())
+                    self._synced_at, self._dirty = time.monotonic(), False
         except OSError as exc:  # a torn last line is repaired by the resumed run's read
             raise name_path(exc, self.path) from None
 

@@ -111,3 +111,28 @@ def test_unknown_names_fail_before_any_work(tmp_path):
     spec = RunSpec(tasks=(TaskSpec("test_echo", args={"nn": 3}),), output=str(tmp_path / "r"))
     with pytest.raises(ValueError, match="does not take argument"):
         run_grid(spec, ScriptedAdapter(correct_on_even))
+
+
+@pytest.mark.parametrize("order", ["sample", "cell"])
+@pytest.mark.parametrize(("interval", "fsyncs"), [(0.0, 3), (3600.0, 1)])
+def test_sample_logs_are_fsynced_per_batch_at_most(tmp_path, monkeypatch, order, interval, fsyncs):
+    """10 docs in batches of 4: one fsync per batch with no interval (3, not one per row),
+    one at the cell's end when batches come faster than the interval; every row kept."""
+    import os
+
+    from harness.schema.samples import SampleLog
+
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc to name the fsynced files")
+    real_fsync, synced = os.fsync, []
+
+    def counting(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    monkeypatch.setattr(SampleLog, "SYNC_INTERVAL_S", interval)
+    run_grid(make_spec(tmp_path / "r", batch_size=4), ScriptedAdapter(correct_on_even), order=order)
+    log = tmp_path / "r" / "samples" / samples_filename("test_echo", "none", {"n": 10})
+    assert synced.count(str(log.resolve())) == fsyncs
+    assert len(log.read_text().splitlines()) == 10

@@ -289,6 +289,32 @@ def test_each_document_is_read_once_per_run(toy, tmp_path, monkeypatch, order):
         assert calls == Counter({d: 2 for d in calls}) + Counter({first: 1})
 
 
+@pytest.mark.parametrize(("grid", "installs"), [(GRID[:1], 0), (GRID[:2], 3)])
+def test_memo_is_installed_only_where_two_cells_can_share(
+    toy, tmp_path, monkeypatch, grid, installs
+):
+    """One cell has nothing to share: no memo (its key of the vision side costs per call);
+    two sharing cells get one per batch (5 documents in batches of 2: 3)."""
+    from harness.models.hf import HFAdapter
+
+    real, installed = HFAdapter.reuse_vision, []
+
+    def counting(self, **kw):
+        installed.append(1)
+        return real(self, **kw)
+
+    monkeypatch.setattr(HFAdapter, "reuse_vision", counting)
+    spec = RunSpec(
+        tasks=(TaskSpec("pope_mini", args={"n": 5}),),
+        interventions=tuple(parse_intervention(i) for i in grid),
+        output=str(tmp_path / "run"),
+        batch_size=2,
+        gen_kwargs={"max_new_tokens": 2},
+    )
+    run_grid(spec, toy, order="sample")
+    assert len(installed) == installs
+
+
 def real_geometry_adapter(family: str):
     """A tiny model of ``family`` with its processor at the released checkpoints' geometry.
 
