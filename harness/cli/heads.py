@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.api.errors import UsageError
     from harness.schema.headsets import save_head_set
+    from harness.schema.writes import check_writable
 
     if args.heads_command == "compare":
         return _compare(args)
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and (out.is_dir() or not _is_head_set(out)):
         raise UsageError(f"--output {str(out)!r} exists and is not a head-set file; pick another")
+    check_writable(out.parent, f"--output {str(out)!r}: folder")  # a file in the way, /proc
     save_head_set(head_set, out)
     chosen = len(head_set.selected)
     scores = "scores" if head_set.scores is not None else "no scores"

@@ -114,6 +114,19 @@ def _on_run(*argv: str):
     return setup
 
 
+def _heads_import(output: str):
+    """``heads import`` of a small SparseMM score file into ``output`` (``{tmp}`` replaced)."""
+
+    def setup(tmp: Path) -> list[str]:
+        scores = {f"{layer}-{head}": [0.5 + head] for layer in range(4) for head in range(8)}
+        (tmp / "scores.json").write_text(json.dumps(scores))
+        (tmp / "f").write_text("a file")
+        target = output.replace("{tmp}", str(tmp))
+        return ["heads", "import", str(tmp / "scores.json"), "--k", "3", "--output", target]
+
+    return setup
+
+
 PROC = "/proc/headscope-no-such-dir"
 
 # (id, argv builder (tmp -> argv; "--output tmp/o" is appended unless given), culprit)
@@ -202,6 +215,8 @@ CASES = [
      _on_run("rescore", "{run}", "--scoring", "lenient", "--output", PROC), "is on /proc"),
     ("leaderboard-output-under-proc", _on_run("leaderboard", "{run}", "--output", PROC),
      "is on /proc"),
+    ("heads-output-under-proc", _heads_import(f"{PROC}/h.json"), "is on /proc"),
+    ("heads-output-under-a-file", _heads_import("{tmp}/f/h.json"), "is a file, not a directory"),
     ("rank-no-map-heads", _flags("rank", "--tasks", "refcocog_mini", "--maps-heads", "0",
                                  "--maps-random", "0"), "choose no head to map"),
     ("main-job-no-map-heads", _flags("run", "--maps-heads", "0", "--maps-random", "0"),
