@@ -14,7 +14,9 @@ place). Each table is written atomically (temp file + rename); a full or read-on
 stops the command with one line naming the file, and a rerun rewrites every table. One
 leaderboard writes into a directory at a time: it holds ``.leaderboard.lock`` there (an
 ``flock``, :class:`harness.schema.writes.OutputLock`) from before it reads its inputs until its
-last file is written, and a second one is refused naming the first, writing nothing.
+last file is written, and a second one is refused naming the first, writing nothing. Each one
+lists what it wrote in ``.leaderboard.json``, and the next one into the same directory removes
+the listed files it does not write again: the directory holds the tables of one leaderboard.
 ``--scoring MODE`` reads each run's ``results.scoring-MODE.json`` (``headscope rescore``)
 where there is one, see :mod:`leaderboards.sources`.
 """
@@ -48,6 +50,9 @@ DEFAULT_FORMATS = "md,csv,json,latex"
 #: The lock file a leaderboard holds in its ``--output`` while it writes (not a run's lock:
 #: a stale one left by a killed leaderboard is taken over, not read as another command's).
 LOCK_NAME = ".leaderboard.lock"
+#: The list of the files a leaderboard wrote into its ``--output`` (the next one removes those
+#: it does not write again).
+MANIFEST = ".leaderboard.json"
 
 
 def parse_formats(values: Sequence[str]) -> list[str]:
@@ -301,5 +306,35 @@ def _load_and_write(args: argparse.Namespace, formats: list[str]) -> int:
                 written += write_figures(sources, figures)
         except PlotUnavailableError as exc:
             print(f"headscope: note: {exc}; tables were written", file=sys.stderr)
+    _replace_manifest(Path(args.output), written)
     print(f"wrote {len(written)} files to {args.output}", file=sys.stderr)
     return 0
+
+
+def _replace_manifest(out: Path, written: list[Path]) -> None:
+    """Remove the files of the earlier leaderboard in ``out`` that this one did not write.
+
+    Each leaderboard records what it wrote in :data:`MANIFEST`; the next one into the same
+    directory removes the recorded files it did not write again (tables of inputs it lacks,
+    formats or figures it was not asked for), so the directory holds one leaderboard, never
+    tables of two. Only recorded paths inside ``out`` are touched.
+    """
+    import json
+
+    from harness.schema.results import write_json_atomic
+    from harness.schema.writes import writing
+
+    root = out.resolve()
+    try:
+        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        earlier = doc["files"] if doc.get("schema") == LEADERBOARD_SCHEMA else []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        earlier = []
+    now = {p.resolve() for p in written}
+    with writing(out / MANIFEST, "leaderboard file list"):
+        for name in earlier if isinstance(earlier, list) else []:
+            path = (out / str(name)).resolve()
+            if path not in now and path.is_relative_to(root) and path.is_file():
+                path.unlink()
+        names = sorted(p.resolve().relative_to(root).as_posix() for p in written)
+        write_json_atomic(out / MANIFEST, {"schema": LEADERBOARD_SCHEMA, "files": names})

@@ -39,7 +39,8 @@ def test_goldens_match_cli_output(tmp_path, monkeypatch):
     monkeypatch.chdir(DATA)
     assert harness_cli.main(["leaderboard", *GOLDEN_ARGS, "--output", str(tmp_path)]) == 0
     goldens = sorted(p.name for p in GOLDEN.iterdir())
-    assert goldens == sorted(p.name for p in tmp_path.iterdir())
+    assert [".leaderboard.json", *goldens] == sorted(p.name for p in tmp_path.iterdir())
+    assert json.loads((tmp_path / ".leaderboard.json").read_text())["files"] == goldens
     assert {"accuracy.md", "accuracy.csv", "speedup.csv", "spearman.md"} <= set(goldens)
     for name in goldens:
         assert (tmp_path / name).read_text() == (GOLDEN / name).read_text(), name

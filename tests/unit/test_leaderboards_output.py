@@ -151,3 +151,23 @@ def test_a_full_disk_while_drawing_figures_gives_one_line(tmp_path, monkeypatch,
     assert f"cannot write leaderboard figures in {str(out / 'figures')!r}" in err
     assert os.strerror(errno.ENOSPC) in err
     assert not [p for p in out.rglob("*") if p.is_file() and p.suffix in (".png", ".pdf", ".tmp")]
+
+
+def test_a_second_leaderboard_leaves_no_table_of_the_first(tmp_path):
+    out = tmp_path / "board"
+    flags = ["--output", str(out), "--format", "md,csv", *FLAGS]
+    assert cli.main(["leaderboard", str(DATA / "run_a"), *flags]) == 0
+    assert (out / "spearman.md").is_file()  # run_a holds a ranking
+    (out / "notes.txt").write_text("mine")
+    outside = tmp_path / "outside.md"
+    outside.write_text("not the leaderboard's")
+    doc = json.loads((out / ".leaderboard.json").read_text())
+    doc["files"].append("../outside.md")  # a list edited by hand reaches nothing outside
+    (out / ".leaderboard.json").write_text(json.dumps(doc))
+    run = _run(tmp_path / "D")  # results only: no ranking tables this time
+    assert cli.main(["leaderboard", str(run), *flags]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert not [n for n in names if n.startswith(("spearman", "universal", "sparsity"))]
+    assert "notes.txt" in names and outside.is_file()  # was: spearman.md etc. of run_a stayed
+    listed = json.loads((out / ".leaderboard.json").read_text())["files"]
+    assert sorted(listed) == sorted(n for n in names if n not in ("notes.txt", ".leaderboard.json"))
