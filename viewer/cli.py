@@ -57,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave the sample pages' media out (rebuilt by each task: slow on long videos)",
     )
     parser.add_argument(
+        "--task-paths",
+        action="store_true",
+        help="let tasks rebuild media from data folders that a run's task arguments name "
+        "outside the run (off: those samples show none; use it for runs you trust)",
+    )
+    parser.add_argument(
         "--n-boot",
         type=int,
         default=1000,
@@ -81,7 +87,13 @@ def build(args: argparse.Namespace, out: Path) -> None:
 
     t0 = time.perf_counter()
     data = collect(args.inputs, n_boot=args.n_boot, scoring=args.scoring)
-    index = build_site(data, out, figures=not args.no_figures, media=not args.no_media)
+    index = build_site(
+        data,
+        out,
+        figures=not args.no_figures,
+        media=not args.no_media,
+        task_paths=args.task_paths,
+    )
     for warning in data.warnings:
         print(f"headscope: warning: {warning}", file=sys.stderr)
     n = sum(len(t.table["samples"]) for t in data.tasks)
@@ -118,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
         server = make_server(out, args.port, args.host)
     options = {"n_boot": args.n_boot, "figures": not args.no_figures, "scoring": args.scoring}
-    options["media"] = not args.no_media
+    options.update(media=not args.no_media, task_paths=args.task_paths)
     stamp = fingerprint(args.inputs, out, options)
     if server is not None and is_current(out, stamp):
         print(f"{out}: up to date with its inputs, not rebuilt", file=sys.stderr)

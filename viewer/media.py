@@ -144,12 +144,42 @@ def _document(task: Any, sample: Any, detail: dict[str, Any], where: Path, budge
     }
 
 
-def write_task_media(out: Path, ts: Any, warnings: list[str], budget: Budget | None = None) -> int:
+def outside_paths(args: Any, run_dir: str | Path) -> list[str]:
+    """The values in ``args`` that name an existing file or folder outside ``run_dir``."""
+    top = Path(run_dir).resolve()
+    found: list[str] = []
+    if isinstance(args, dict):
+        for value in args.values():
+            found += outside_paths(value, run_dir)
+    elif isinstance(args, list | tuple):
+        for value in args:
+            found += outside_paths(value, run_dir)
+    elif isinstance(args, str) and args:
+        try:
+            path = (top / args).resolve()  # a relative path is read from the run's cwd: count
+            named = Path(args).resolve()  # it both ways
+            if any(p.exists() and not p.is_relative_to(top) for p in (path, named)):
+                found.append(args)
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def write_task_media(
+    out: Path,
+    ts: Any,
+    warnings: list[str],
+    budget: Budget | None = None,
+    task_paths: bool = False,
+) -> int:
     """Write the media of every document of ``ts`` (:class:`viewer.samples.TaskSamples`).
 
     Each chunk's sample detail gets ``media`` (the page data: media with ``src`` inside the
-    site, gold regions, ``note`` when none are shown) and, for a box task, each reply its
-    predicted ``region``. Returns the number of documents shown with media.
+    site, gold regions, ``note`` when none are shown) and each reply its predicted ``region``
+    (:mod:`viewer.predicted`). A run whose logged task arguments name files or folders outside
+    the run directory (a benchmark's local data) gets no media unless ``task_paths`` (the
+    user's ``--task-paths``): a run directory may come from someone else, and its arguments
+    would make the site show what those paths hold. Returns the documents shown with media.
     """
     from harness.api.errors import UsageError
     from harness.api.task import BadDoc, build_task
@@ -158,6 +188,13 @@ def write_task_media(out: Path, ts: Any, warnings: list[str], budget: Budget | N
 
     source = ts.source or {}
     details = [d for chunk in ts.chunks for d in chunk["samples"]]
+    named = outside_paths(source.get("task_args") or {}, source.get("run_dir") or ".")
+    if named and not task_paths:
+        why = f"the run's task arguments name data outside the run ({', '.join(map(repr, named))})"
+        warnings.append(f"{ts.task}: sample media not shown: {why}; --task-paths reads them")
+        for d in details:
+            d["media"] = {"media": [], "note": f"media not shown: {why} (view --task-paths)"}
+        return 0
     try:
         task = build_task(ts.task, source.get("task_args") or {})
         docs = {

@@ -50,7 +50,8 @@ class TaskSamples:
         table: The compact table (JSON-able).
         chunks: Detail chunks, :data:`CHUNK` samples each, in table order.
         source: How to rebuild the documents (:mod:`viewer.media`): the baseline entry's
-            ``task_args`` and ``split`` (else the first column's) and its run's ``model``.
+            ``task_args`` and ``split`` (else the first column's), its run's ``model`` and
+            ``run_dir``.
     """
 
     task: str
@@ -249,6 +250,7 @@ def task_samples(
         "task_args": dict(first.entry.task_args or {}),
         "split": first.entry.split,
         "model": dict(first.run.results.model or {}),
+        "run_dir": str(Path(first.run.path).parent),
     }
     return TaskSamples(task, table, chunks, source)
 

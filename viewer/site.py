@@ -161,6 +161,7 @@ def build_site(
     title: str = "headscope view",
     figures: bool = True,
     media: bool = True,
+    task_paths: bool = False,
 ) -> Path:
     """Write the whole site for ``data`` (:class:`viewer.collect.SiteData`) into ``out``.
 
@@ -170,6 +171,8 @@ def build_site(
         title: The pages' title.
         figures: Draw the leaderboard figures (matplotlib; else the runs' own PNGs are copied).
         media: Rebuild every sample's media with its task (:mod:`viewer.media`).
+        task_paths: Let the tasks read data that the runs' task arguments name outside the
+            run directories (else those tasks' samples show no media).
 
     Returns:
         The path of ``index.html``.
@@ -189,7 +192,7 @@ def build_site(
 
         budget = Budget()
         for ts in data.tasks:
-            write_task_media(out, ts, data.warnings, budget)
+            write_task_media(out, ts, data.warnings, budget, task_paths)
     else:
         for detail in (d for ts in data.tasks for c in ts.chunks for d in c["samples"]):
             detail["media"] = {"media": [], "note": "media left out (headscope view --no-media)"}

@@ -242,3 +242,29 @@ def test_garbage_in_a_logged_prediction_is_not_drawn_and_does_not_crash(tmp_path
             others = [r for c in cols if c["id"] != base for r in detail["replies"][c["id"]]]
             assert others and all(r["region"] for r in others)  # PREDICTED, well formed
     assert "other frames" in _details(out, "vidstg_mini")[0]["media"]["note"]
+
+
+def test_task_arguments_naming_data_outside_the_run_need_task_paths(tmp_path):
+    from viewer.media import outside_paths
+
+    job = _real_job(tmp_path / "job", tasks=("pope_mini",))
+    elsewhere = tmp_path / "someone_elses_pdfs"
+    elsewhere.mkdir()
+    assert outside_paths({"doc_dir": str(elsewhere), "n": 3}, job / "accuracy") == [str(elsewhere)]
+    assert outside_paths({"d": str(job / "accuracy" / "samples")}, job / "accuracy") == []
+    assert outside_paths({"d": "/no/such/folder", "scoring": "official"}, job) == []
+    path = job / "accuracy" / "results.json"
+    res = json.loads(path.read_text())
+    for e in res["entries"]:
+        e["task_args"] = {"data_dir": str(elsewhere)}
+    path.write_text(json.dumps(res))
+    data = collect([job], n_boot=20)
+    build_site(data, tmp_path / "site", figures=False)
+    assert any("name data outside the run" in w and "--task-paths" in w for w in data.warnings)
+    for d in _details(tmp_path / "site", "pope_mini"):
+        assert d["media"]["media"] == [] and "view --task-paths" in d["media"]["note"]
+    # trusted: the task is built with those arguments (the mini task does not take data_dir)
+    data = collect([job], n_boot=20)
+    build_site(data, tmp_path / "site", figures=False, task_paths=True)
+    for d in _details(tmp_path / "site", "pope_mini"):
+        assert "does not load" in d["media"]["note"] and "data_dir" in d["media"]["note"]
