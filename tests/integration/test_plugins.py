@@ -175,6 +175,10 @@ def test_a_plugin_task_run_is_rescored_ranked_and_tabled_with_include_path(tmp_p
     unknown = headscope("rescore", str(out), "--scoring", "official")
     assert unknown.returncode == 2 and "unknown task 'shout'" in unknown.stderr
     board = headscope("leaderboard", str(out), "--output", str(tmp_path / "board"), *plug)
+    assert board.returncode == 2 and "--scoring official" in board.stderr  # two files: say which
+    board = headscope(
+        "leaderboard", str(out), "--scoring", "official", "--output", str(tmp_path / "board"), *plug
+    )
     assert board.returncode == 0, board.stderr
     rank_out = str(tmp_path / "rank")
     rank = headscope("rank", *plug, "--model", "echo", "--tasks", "shout", "--output", rank_out)
