@@ -20,8 +20,9 @@ block over keys [s − W + 1, e) plus gathered sink keys; O(S·W) work).
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import TYPE_CHECKING
+
+from harness.attention.masks import keys_ahead, last_keys
 
 if TYPE_CHECKING:
     import torch
@@ -67,52 +68,6 @@ def first_real(attention_mask: torch.Tensor | None, batch: int, device=None) -> 
 def per_head_kv(tensor: torch.Tensor, heads: list[int], group: int) -> torch.Tensor:
     """KV rows for the given query heads: (B, len(heads), S, D) (no full repeat)."""
     return tensor[:, [h // group for h in heads]]
-
-
-def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
-    """Whether the mask lets any query row see a key after its own position.
-
-    False for None (plain causal) and for HF's causal ∧ padding masks; True for Gemma3's
-    bidirectional image blocks and PaliGemma's prefix.
-    """
-    return attention_mask is not None and last_keys(attention_mask) is not None
-
-
-def last_keys(attention_mask: torch.Tensor) -> torch.Tensor | None:
-    """(S_q,) last key any batch row lets each query row see; None for a causal mask.
-
-    None when no row sees a key after its own position. Remembered for the last few mask
-    tensors: a model passes the same mask to every layer of a forward, and the chunked
-    kernel asks once per head batch. Work: one pass over the mask in 256-row slices.
-    """
-    import torch
-
-    if attention_mask.device.type == "meta":
-        return None  # meta: shapes only, no values to read (the device tests)
-    mask = attention_mask
-    # Inference tensors (torch.inference_mode, as generation runs) keep no version counter.
-    version = -1 if mask.is_inference() else mask._version
-    key = (mask.data_ptr(), tuple(mask.shape), mask.stride(), version, str(mask.device))
-    hit = _AHEAD.get(key)
-    if hit is not None and hit[0]() is attention_mask:
-        return hit[1]
-    q_len, kv_len = mask.shape[-2:]
-    cols = torch.arange(kv_len, device=mask.device)
-    last = torch.cat(
-        [
-            torch.where(mask[:, 0, s : s + 256], cols, -1).amax(-1).amax(0)
-            for s in range(0, q_len, 256)
-        ]
-    )
-    rows = torch.arange(kv_len - q_len, kv_len, device=mask.device)
-    found = last if bool((last > rows).any()) else None
-    if len(_AHEAD) >= 8:
-        _AHEAD.clear()
-    _AHEAD[key] = (weakref.ref(attention_mask), found)
-    return found
-
-
-_AHEAD: dict[tuple, tuple] = {}
 
 
 def capped(logits: torch.Tensor, softcap: float | None) -> torch.Tensor:

@@ -107,3 +107,13 @@ def test_keys_ahead_reads_inference_and_meta_masks():
         both_ways = torch.ones(1, 1, 4, 4, dtype=torch.bool)
         assert keys_ahead(causal) is False and keys_ahead(both_ways) is True
     assert keys_ahead(torch.empty(1, 1, 4, 4, dtype=torch.bool, device="meta")) is False
+
+
+def test_last_keys_reads_ahead_slices_and_bounds_the_other_rows_by_their_position():
+    from harness.attention.masks import last_keys
+
+    mask = block_mask([0, 3], 600, 600, [(300, 340)])
+    last = last_keys(mask)
+    assert last[310].item() == 339 and last[339].item() == 339  # inside the block: its end
+    assert last[100].item() == 100 and last[500].item() == 500  # elsewhere: the row itself
+    assert last_keys(block_mask([0, 3], 600, 600, [])) is None
