@@ -18,6 +18,13 @@ the layers (``layer_budget="even"``) or as the ranking's top ``keep`` units fall
 layers (``layer_budget="ranking"``: how many heads each layer keeps comes from the ranking,
 which heads from the input). See :mod:`interventions._adaptive` and
 :mod:`harness.attention.route`.
+
+``decode="stream"`` carries the hybrid into decoding (DuoAttention's streaming heads): the
+kept heads, rounded up to whole KV groups, keep the whole KV cache; every other KV group of
+a full-attention layer keeps ``sink`` + ``recent`` tokens only, in headscope's streamed cache
+(:mod:`harness.attention.stream_cache`). ``decode="stream_reference"`` computes the same on a
+dense cache with per-head masks (the eager reference). Prefill is the same as without.
+See docs/decode.md.
 """
 
 from __future__ import annotations
@@ -62,6 +69,11 @@ class Hybrid(Intervention):
             it; needs ``ranking``).
         foreign_ranking: Apply a ranking made for another model (other family or checkpoint,
             same L×H shape); by default such a ranking is refused.
+        decode: ``dense`` (decode reads the whole cache, paper A), ``stream`` (the KV groups
+            without a kept head keep ``sink`` + ``recent`` tokens only) or
+            ``stream_reference`` (the same on a dense cache with per-head masks).
+        sink: Streamed decode only: sink tokens (each row's first real tokens) kept.
+        recent: Streamed decode only: most recent positions kept (the query's own included).
     """
 
     keep: float = 0.05
@@ -76,10 +88,13 @@ class Hybrid(Intervention):
     estimate: Literal["visual", "far"] = "visual"
     layer_budget: Literal["even", "ranking"] = "even"
     foreign_ranking: bool = False
+    decode: Literal["dense", "stream", "stream_reference"] = "dense"
+    sink: int = 64
+    recent: int = 256
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
-        for key in ("granularity", "select", "estimate", "layer_budget"):
+        for key in ("granularity", "select", "estimate", "layer_budget", "decode"):
             check_choice("hybrid", key, getattr(self, key), typing.get_args(hints[key]))
         if self.select == "adaptive":
             self._check_adaptive()
@@ -93,10 +108,26 @@ class Hybrid(Intervention):
             raise InterventionError(f"hybrid: window must be an integer ≥ 1, got {self.window!r}")
         if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
             raise InterventionError(f"hybrid: sinks must be an integer ≥ 0, got {self.sinks!r}")
+        self._check_decode()
         if self.keep and not self.ranking and self.select == "top":
             raise InterventionError(
                 "hybrid: keep > 0 needs ranking=<ranking file> to choose the full heads"
             )
+
+    def _check_decode(self) -> None:
+        if self.decode == "dense":
+            if (self.sink, self.recent) != (64, 256):
+                raise InterventionError("hybrid: sink and recent apply to decode='stream' only")
+            return
+        if self.select == "adaptive" or self.window_in_decode:
+            raise InterventionError(
+                f"hybrid: decode={self.decode!r} streams a static head set; it takes neither "
+                "select='adaptive' nor window_in_decode"
+            )
+        if isinstance(self.sink, bool) or not isinstance(self.sink, int) or self.sink < 0:
+            raise InterventionError(f"hybrid: sink must be an integer ≥ 0, got {self.sink!r}")
+        if isinstance(self.recent, bool) or not isinstance(self.recent, int) or self.recent < 1:
+            raise InterventionError(f"hybrid: recent must be an integer ≥ 1, got {self.recent!r}")
 
     def _check_adaptive(self) -> None:
         if self.layer_budget == "ranking" and self.keep and not self.ranking:
@@ -193,8 +224,27 @@ class Hybrid(Intervention):
             "n_windowed": len(windowed),
             "model_windows": _model_windows(adapter.model),
         }
-        with installed(adapter.model, Plan.build(window=dict.fromkeys(windowed, win)), "hybrid"):
+        if self.decode != "dense":
+            plan = self._stream(adapter, geometry, windowed, win, info)
+        else:
+            plan = Plan.build(window=dict.fromkeys(windowed, win))
+        with installed(adapter.model, plan, "hybrid"):
             yield info
+
+    def _stream(self, adapter: Any, geometry: Any, windowed: list, win: Any, info: dict) -> Any:
+        """The streamed-decode plan; adds what it keeps to ``info``."""
+        from harness.api.anatomy import layer_kinds
+        from harness.attention.stream_cache import stream_plan
+
+        kinds = layer_kinds(adapter.model)
+        full_layers = {i for i, k in enumerate(kinds) if k.kind == "full_attention"}
+        full = set(geometry.all_heads()) - set(windowed)
+        reference = self.decode == "stream_reference"
+        opts = {"sink": self.sink, "recent": self.recent, "reference": reference}
+        plan, kept = stream_plan(geometry, full, win, layers=full_layers, **opts)
+        info.update(decode=self.decode, sink=self.sink, recent=self.recent, **kept)
+        info["n_extra_heads"] = len(kept["extra_heads"])
+        return plan
 
 
 def _model_windows(model: Any) -> dict[str, int]:

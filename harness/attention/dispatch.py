@@ -37,6 +37,7 @@ from harness.attention.plan import (
     Window,
     merge_plans,
 )
+from harness.attention.stream import BOUND_ATTR, Stream
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +52,7 @@ __all__ = [
     "Plan",
     "PlanConflictError",
     "RecordSpec",
+    "Stream",
     "VisualPrior",
     "Window",
     "current_plan",
@@ -105,12 +107,20 @@ def headscope_attention(
     from harness.attention.exact import check_kwargs, exact_attention, explicit_mask
 
     lp = getattr(module, _PLAN_ATTR, None)
+    bound = module.__dict__.pop(BOUND_ATTR, None)  # a streamed cache layer, this call only
+    if bound is not None and (lp is None or lp.stream is None):
+        raise RuntimeError(
+            f"layer {getattr(module, 'layer_idx', None)} has a streamed cache but no stream "
+            "plan: generate under the plan the cache was built for"
+        )
     if lp is None or getattr(module, "layer_idx", None) is None:
         return exact_attention(module, query, key, value, attention_mask, dropout, scaling, kwargs)
     from harness.attention.execute import run_layer_plan
 
     check_kwargs(module, kwargs)
     attention_mask = explicit_mask(module, attention_mask, query, key, kwargs.get("is_causal"))
+    if bound is not None and attention_mask is not None and bound.pending is not None:
+        attention_mask = attention_mask[..., : key.shape[2]]  # a static cache's prefill mask
 
     return run_layer_plan(
         module,
@@ -123,6 +133,7 @@ def headscope_attention(
         scaling,
         kwargs,
         window_kernel=_state["window_kernel"],
+        stream_layer=bound,
     )
 
 

@@ -167,6 +167,7 @@ def run_layer_plan(
     scaling: float | None,
     kwargs: dict[str, Any],
     window_kernel: str = "auto",
+    stream_layer: Any = None,
 ) -> tuple[torch.Tensor, None]:
     """Attention for one layer under ``lp``; returns (B, S_q, H, D), None.
 
@@ -175,15 +176,26 @@ def run_layer_plan(
     logit softcapping (``kwargs["softcap"]``, Gemma 2) every head is capped: heads without
     an effect keep the model's own eager call, and windowed, routed and dense-subset heads
     run the eager ``reference`` kernel (SDPA and flex here cannot cap; counted as such).
+    A layer with a :class:`~harness.attention.stream.Stream` decodes on ``stream_layer`` (the
+    streamed cache layer updated for this call), or, with ``Stream.reference``, on the dense
+    cache with the streamed groups' heads windowed (:func:`_stream_windows`).
     """
     from harness.attention.exact import exact_attention
     from harness.attention.record import record_attention
 
     batch, heads, q_len, dim = query.shape
-    group = heads // key.shape[1]
+    group = heads // key.shape[1] if stream_layer is None else stream_layer.group
     scale = dim**-0.5 if scaling is None else scaling
     cap = kwargs.get("softcap")
     windows = {h: w for h, w in lp.window.items() if q_len > 1 or w.in_decode}
+    if lp.stream is not None:
+        if stream_layer is not None and stream_layer.pending is None:  # decode, streamed cache
+            from harness.attention.stream import stream_attention
+
+            args = (stream_layer, query, key, value, attention_mask, scale, cap)
+            return stream_attention(*args), None
+        if stream_layer is None and key.shape[2] > q_len:  # decode on a dense cache
+            windows = _stream_windows(module, lp, windows, key.shape[1], group)
     routed, out = None, None  # adaptive routing (prefill only): windowed heads per sample
     kernel = resolve_window_kernel(window_kernel, query.device) if cap is None else "reference"
     if lp.route is not None and q_len > 1:
@@ -231,7 +243,20 @@ def run_layer_plan(
         apply_priors(out, lp, query, key, value, attention_mask, group, scale, cap)
     if lp.hooks:
         apply_hooks(out, lp, module.layer_idx, key.shape[2] - q_len, attention_mask)
+    if stream_layer is not None:  # prefill into a streamed cache: keep sinks + recent only
+        stream_layer.compact(attention_mask)
     return out, None
+
+
+def _stream_windows(module, lp: LayerPlan, windows: dict, num_kv: int, group: int) -> dict:
+    """A decode call's windows on a dense cache: the streamed groups' heads see sink + recent."""
+    from harness.attention.stream import missing_cache, stream_heads
+
+    if not lp.stream.reference:
+        raise missing_cache(module.layer_idx)
+    heads = stream_heads(lp.stream.streamed(num_kv), group)
+    window = Window(lp.stream.recent, lp.stream.sink, in_decode=True)
+    return {**windows, **dict.fromkeys(heads, window)}
 
 
 def _mixed(query, key, value, attention_mask, windows, skip, group, scale, kernel, cap) -> tuple:

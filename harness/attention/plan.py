@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.api.heads import Geometry, Head
+from harness.attention.stream import Stream
 
 if TYPE_CHECKING:
     import torch
@@ -33,6 +34,7 @@ __all__ = [
     "Ablation",
     "Window",
     "VisualPrior",
+    "Stream",
     "OutputHook",
     "HookContext",
     "RecordSpec",
@@ -228,7 +230,8 @@ class LayerPlan:
     """Effects for the heads of one decoder layer (head index → effect).
 
     ``route`` (optional) chooses the layer's windowed heads per input at prefill; ablations,
-    priors and hooks still apply on top of it (after routing).
+    priors and hooks still apply on top of it (after routing). ``stream`` (optional) streams
+    the KV groups it does not keep in decode; it combines with prefill windows only.
     """
 
     ablate: Mapping[int, Ablation] = field(default_factory=dict)
@@ -237,6 +240,7 @@ class LayerPlan:
     hooks: Mapping[int, tuple[OutputHook, ...]] = field(default_factory=dict)
     record: tuple[RecordSpec, ...] = ()
     route: Route | None = None
+    stream: Stream | None = None
 
     def __post_init__(self) -> None:
         for name in ("ablate", "window", "prior", "hooks"):
@@ -250,6 +254,14 @@ class LayerPlan:
                 seen[head] = name
         if self.route is not None and self.window:
             raise PlanConflictError(f"heads {sorted(self.window)} have both window and a route")
+        if self.stream is not None:
+            kinds = ("ablate", "prior", "hooks", "record", "route")
+            others = [n for n in kinds if getattr(self, n)]
+            if others or any(w.in_decode for w in self.window.values()):
+                raise PlanConflictError(
+                    f"a streamed layer combines with prefill windows only, not with "
+                    f"{others or 'decode windows'}"
+                )
         for head in self.hooks:
             if seen.get(head) == "ablate" and self.ablate[head].mode in ("zero", "mean"):
                 raise PlanConflictError(
@@ -259,7 +271,9 @@ class LayerPlan:
     @property
     def changes_output(self) -> bool:
         """Whether any effect changes the attention output."""
-        return bool(self.ablate or self.window or self.prior or self.hooks or self.route)
+        return bool(
+            self.ablate or self.window or self.prior or self.hooks or self.route or self.stream
+        )
 
     def heads(self) -> set[int]:
         """All heads with an effect."""
@@ -323,6 +337,8 @@ class Plan:
                 )
             if lp.route is not None:
                 lp.route.check(geometry.num_heads)
+            if lp.stream is not None and not lp.stream.kept <= set(range(geometry.num_kv_heads)):
+                raise ValueError(f"layer {layer}: stream keeps KV groups outside the model")
         return self
 
 
@@ -346,9 +362,14 @@ def _merge_layer(layer: int, a: LayerPlan, b: LayerPlan) -> LayerPlan:
         hooks[head] = hooks.get(head, ()) + tuple(x for x in extra if x not in hooks.get(head, ()))
     if a.route is not None and b.route is not None and a.route is not b.route:
         raise PlanConflictError(f"layer {layer}: two plans route the layer's heads")
+    if a.stream is not None and b.stream is not None and a.stream != b.stream:
+        raise PlanConflictError(f"layer {layer}: two plans stream the layer's KV differently")
     try:
         route = a.route if a.route is not None else b.route
-        return LayerPlan(**merged, hooks=hooks, record=a.record + b.record, route=route)
+        stream = a.stream if a.stream is not None else b.stream
+        return LayerPlan(
+            **merged, hooks=hooks, record=a.record + b.record, route=route, stream=stream
+        )
     except PlanConflictError as err:
         raise PlanConflictError(f"layer {layer}: {err}") from None
 

@@ -60,6 +60,9 @@ def generate_greedy(
     decoding.update(gen)
     if decoding["do_sample"]:
         torch.manual_seed(seed)
+    cache = _streamed_cache(model)
+    if cache is not None:
+        decoding["past_key_values"] = cache
     start = time.perf_counter()
     try:
         with torch.inference_mode():
@@ -95,6 +98,24 @@ def generate_greedy(
             )
         )
     return results
+
+
+def _streamed_cache(model: Any) -> Any:
+    """The streamed KV cache when the installed plan streams decode, else None.
+
+    Hybrid ``decode=stream`` streams; without it (or with ``stream_reference``) the model
+    builds its own cache as before.
+    """
+    from harness.attention.dispatch import current_plan
+
+    plan = current_plan(model)
+    if plan is None or not any(
+        lp.stream is not None and not lp.stream.reference for lp in plan.layers.values()
+    ):
+        return None
+    from harness.attention.stream_cache import stream_cache
+
+    return stream_cache(model)
 
 
 def _now(model: Any) -> float:
