@@ -10,7 +10,8 @@ families); everything that needs the families asks :mod:`harness.models.unit`.
   ``tiny=true``), chat rendering, batching, generation, and ``token_spans`` /
   ``token_footprints`` from the unit's layout kind;
 - ``layouts/``: the layout kinds (``grid_thw``, ``fixed_grid``, ``anyres``, ``tiles``) and the
-  geometry they share (:mod:`harness.models.layouts.geometry`);
+  pixel geometry and token layouts they share (:mod:`~harness.models.layouts.geometry`,
+  :mod:`~harness.models.layouts.tokens`);
 - ``tiny.py``: tiny random instances from the units' recipes;
 - ``offline/``: the processors that need no download (byte tokenizer, PIL video stand-ins,
   each family's tiny config and processor).

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from harness.api.model import ModelAdapter
 from harness.api.payloads import Generation, Request
 from harness.models.generation import generate_greedy
-from harness.models.layouts.geometry import EVIDENCE_RULE, OVERLAP_TOL, overlapping
+from harness.models.layouts.tokens import EVIDENCE_RULE, OVERLAP_TOL, overlapping
 from harness.models.loading import is_tiny, load_pretrained, load_tiny, torch_dtype
 
 if TYPE_CHECKING:
     from harness.api.model import TokenSpans
     from harness.api.payloads import Evidence
     from harness.api.specs import ModelSpec
-    from harness.models.layouts.geometry import Footprints, Layout
+    from harness.models.layouts.tokens import Footprints, Layout
     from harness.models.unit import FamilyUnit
 
 __all__ = [
@@ -230,7 +230,7 @@ class HFAdapter(ModelAdapter):
             EvidenceError: evidence empty, degenerate, outside the media the model sees.
         """
         from harness.api.model import TokenSpans
-        from harness.models.layouts.geometry import select_tokens
+        from harness.models.layouts.tokens import select_tokens
 
         if self.unit is None:
             raise NotImplementedError(f"{type(self).__name__} declares no FamilyUnit")

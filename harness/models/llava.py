@@ -21,7 +21,7 @@ from functools import partial
 from harness.api.registry import model_family
 from harness.models.hf import HFAdapter
 from harness.models.layouts.fixed_grid import FixedGrid, crop_view
-from harness.models.layouts.geometry import FRAME
+from harness.models.layouts.tokens import FRAME
 from harness.models.offline.llava import llava_config, llava_processor
 from harness.models.unit import FamilyUnit, TinyRecipe
 

@@ -10,7 +10,7 @@ it, the two evidence maps of :class:`~harness.models.hf.HFAdapter`:
   config's geometry (never a hard-coded size);
 - ``token_spans(request, evidence)``: Ω(V*) is what the one evidence rule
   (:func:`harness.models.hf.overlapping`) selects from those footprints
-  (:func:`harness.models.layouts.geometry.select_tokens`).
+  (:func:`harness.models.layouts.tokens.select_tokens`).
 
 Kinds (each module documents the processors it replays):
 
@@ -20,6 +20,7 @@ Kinds (each module documents the processors it replays):
 | :class:`FixedGrid` (``fixed_grid``) | LLaVA-1.5, the toy (PaliGemma, Gemma3) |
 | :class:`Anyres` (``anyres``) | LLaVA-NeXT, LLaVA-OneVision |
 | :class:`Tiles` (``tiles``) | InternVL (Idefics3, SmolVLM, AyaVision) |
+| :class:`RowBreak` (``row_break``) | (Pixtral / Mistral3) |
 
 Each kind's test is a probe-derived oracle at real processor geometry:
 ``tests/integration/test_evidence_conformance.py`` holds ``token_spans`` to EQUALITY with the
@@ -33,6 +34,7 @@ from harness.models.layouts.anyres import Anyres
 from harness.models.layouts.base import LayoutKind, SpatialKind
 from harness.models.layouts.fixed_grid import FixedGrid
 from harness.models.layouts.grid_thw import GridTHW
+from harness.models.layouts.row_break import RowBreak
 from harness.models.layouts.tiles import Tiles
 
-__all__ = ["Anyres", "FixedGrid", "GridTHW", "LayoutKind", "SpatialKind", "Tiles"]
+__all__ = ["Anyres", "FixedGrid", "GridTHW", "LayoutKind", "RowBreak", "SpatialKind", "Tiles"]

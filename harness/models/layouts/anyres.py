@@ -27,15 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.models.layouts.base import SpatialKind
 from harness.models.layouts.fixed_grid import crop_view
-from harness.models.layouts.geometry import (
-    FRAME,
-    NO_SOURCE,
-    Axis,
-    Layout,
-    View,
-    bilinear_sources,
-    patch_spans,
-)
+from harness.models.layouts.geometry import Axis, View, bilinear_sources, patch_spans
+from harness.models.layouts.tokens import FRAME, NO_SOURCE, Layout
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,7 +1,7 @@
 """The layout-kind contract, and the base of the kinds that need no processor outputs.
 
 A :class:`LayoutKind` turns one request (and its processor output) into
-:class:`~harness.models.layouts.geometry.Footprints`: the positions of its visual tokens in the
+:class:`~harness.models.layouts.tokens.Footprints`: the positions of its visual tokens in the
 unpadded ``input_ids`` and, in the same order, each token's source (image ``i``, video frame
 ``FRAME + f``) and footprint in original pixels. :class:`~harness.models.hf.HFAdapter` derives
 both evidence maps from it (``token_footprints`` and ``token_spans``), so a kind is written
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.models.layouts.geometry import FRAME, Footprints, Layout
+from harness.models.layouts.tokens import FRAME, Footprints, Layout
 
 if TYPE_CHECKING:
     from harness.api.payloads import Request

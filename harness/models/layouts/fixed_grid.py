@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.models.layouts.base import SpatialKind, config_int
-from harness.models.layouts.geometry import Axis, Layout, View, patch_spans
+from harness.models.layouts.geometry import Axis, View, patch_spans
+from harness.models.layouts.tokens import Layout
 
 __all__ = ["FixedGrid", "crop_view"]
 

@@ -19,14 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.api.payloads import Box
 from harness.models.layouts.base import LayoutKind
-from harness.models.layouts.geometry import (
-    FRAME,
-    Footprints,
-    Layout,
-    View,
-    overlapping,
-    patch_spans,
-)
+from harness.models.layouts.geometry import View, patch_spans
+from harness.models.layouts.tokens import FRAME, Footprints, Layout, overlapping
 
 if TYPE_CHECKING:
     from harness.api.payloads import Request
