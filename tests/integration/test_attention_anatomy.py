@@ -184,3 +184,22 @@ def test_masses_of_a_hybrid_leave_layers_without_heads_at_zero():
         masses_of(recs, 4)
     mass = masses_of(recs, 4, geometry_of(model).head_layers)["k"]
     assert (mass[:3] == 0).all() and (mass[3] > 0).all()
+
+
+def test_exactly_the_cross_attention_and_encoder_decoder_classes_are_refused():
+    """Over every image-text-to-text class of the pinned transformers (default configs)."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    from harness.api.anatomy import check_decoder_only
+
+    refused = []
+    for model_type in sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES):
+        try:
+            check_decoder_only(SimpleNamespace(config=AutoConfig.for_model(model_type)))
+        except UnsupportedModelError:
+            refused.append(model_type)
+    encoder_decoder = ["florence2", "pix2struct", "pp_formulanet", "t5gemma2", "udop"]
+    assert refused == sorted([*encoder_decoder, "mllama", "vision-encoder-decoder"])
