@@ -372,19 +372,22 @@ def remove_maps(output: str | Path) -> list[Path]:
         return []
     media_root = (root / "maps").resolve()
     names = [MAPS_JSON, MAPS_NPZ]
-    for task in (doc.get("tasks") or {}).values():
-        for sample in task.get("samples") or () if isinstance(task, dict) else ():
-            names += [str(m.get("path")) for m in sample.get("media") or () if isinstance(m, dict)]
+    try:  # media only in the rank folder's own maps/; a damaged index: its media stay
+        tasks = [] if (root / "maps").is_symlink() else doc["tasks"].values()
+        names += [m["path"] for t in tasks for s in t["samples"] for m in s["media"]]
+    except (KeyError, TypeError, AttributeError):
+        pass
     removed = []
-    for name in names:
+    for name in (n for n in names if isinstance(n, str)):
         path = root / name
         inside = name in (MAPS_JSON, MAPS_NPZ) or path.resolve().is_relative_to(media_root)
         if inside and path.is_file() and not path.is_symlink():
             path.unlink()
             removed.append(path)
-    for folder in sorted(media_root.rglob("*"), key=lambda f: -len(f.parts)):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-    if media_root.is_dir() and not any(media_root.iterdir()):
-        media_root.rmdir()
+    if (root / "maps").is_dir() and not (root / "maps").is_symlink():
+        for folder in sorted(media_root.rglob("*"), key=lambda f: -len(f.parts)):
+            if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+                folder.rmdir()
+        if not any(media_root.iterdir()):
+            media_root.rmdir()
     return removed

@@ -274,3 +274,24 @@ def test_remove_maps_removes_only_what_the_index_names_inside_maps(tmp_path):
     (run / "maps.json").write_text(json.dumps(doc))
     assert remove_maps(run) == [run / "maps.json", run / "maps" / "media" / "a.png"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["outside.png", "rank", "ranking.png"]
+
+
+def test_remove_maps_with_a_damaged_index_or_a_linked_maps_folder(tmp_path):
+    import json
+
+    from harness.probes.maps import remove_maps
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "media").mkdir(parents=True)
+    (elsewhere / "media" / "a.png").write_bytes(b"not the rank's")
+    run = tmp_path / "rank"
+    run.mkdir()
+    (run / "maps").symlink_to(elsewhere)
+    media = [{"path": "maps/media/a.png"}]
+    doc = {"format": "headscope.maps", "tasks": {"t": {"samples": [{"media": media}]}}}
+    (run / "maps.json").write_text(json.dumps(doc))
+    assert remove_maps(run) == [run / "maps.json"]  # the linked folder's files stay
+    assert (elsewhere / "media" / "a.png").is_file()
+    (run / "maps.json").write_text(json.dumps({"format": "headscope.maps", "tasks": [1, 2]}))
+    (run / MAPS_NPZ).write_bytes(b"arrays")
+    assert remove_maps(run) == [run / "maps.json", run / MAPS_NPZ]  # no crash
