@@ -333,8 +333,10 @@ def _replace_manifest(out: Path, written: list[Path]) -> None:
     now = {p.resolve() for p in written}
     with writing(out / MANIFEST, "leaderboard file list"):
         for name in earlier if isinstance(earlier, list) else []:
-            path = (out / str(name)).resolve()
-            if path not in now and path.is_relative_to(root) and path.is_file():
+            path = out / str(name)
+            real = path.resolve()
+            ours = real.is_relative_to(root) and path.is_file() and not path.is_symlink()
+            if ours and real not in now:
                 path.unlink()
         names = sorted(p.resolve().relative_to(root).as_posix() for p in written)
         write_json_atomic(out / MANIFEST, {"schema": LEADERBOARD_SCHEMA, "files": names})
