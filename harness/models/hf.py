@@ -213,6 +213,12 @@ class HFAdapter(ModelAdapter):
         names = self.unit.visual_tokens if self.unit is not None else ("image_token_id",)
         return tuple(int(getattr(self.processor, name)) for name in names)
 
+    @property
+    def gives_footprints(self) -> bool:
+        """Whether :meth:`token_footprints` can answer: a unit, or a family's own method."""
+        own = type(self).token_footprints is not HFAdapter.token_footprints
+        return self.unit is not None or own
+
     def token_footprints(self, request: Request) -> Footprints:
         """Every visual token's position and footprint in original pixels (the layout kind's)."""
         if self.unit is None:

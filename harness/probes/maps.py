@@ -90,8 +90,13 @@ class MapsConfig:
 
 
 def supports_maps(adapter: Any) -> bool:
-    """Whether ``adapter`` gives each visual token's footprint (``token_footprints``)."""
-    return callable(getattr(adapter, "token_footprints", None))
+    """Whether ``adapter`` gives each visual token's footprint (``token_footprints``).
+
+    An adapter may have the method and still say it cannot answer (``gives_footprints``
+    False: an HF adapter without a family unit or a footprints method of its own).
+    """
+    fn = getattr(adapter, "token_footprints", None)
+    return callable(fn) and bool(getattr(adapter, "gives_footprints", True))
 
 
 def maps_unsupported(adapter: Any) -> str:

@@ -132,3 +132,16 @@ def test_tiny_true_refusals():
         load_adapter(ModelSpec("llava", pretrained="/x", args={"tiny": True}))
     with pytest.raises(UsageError, match="no tiny recipe"):
         load_adapter(ModelSpec("toy", args={"tiny": True}))
+
+
+def test_an_hf_adapter_without_a_unit_gives_no_maps():
+    """A plugin's HFAdapter without a unit (nor footprints of its own) gets the maps note."""
+    from harness.probes.maps import supports_maps
+
+    class Bare(HFAdapter):
+        def token_spans(self, request, evidence=None):
+            raise NotImplementedError
+
+    model, processor = real("llava")
+    assert not supports_maps(Bare.from_parts(model, processor))
+    assert supports_maps(MODEL_FAMILIES.get("llava").from_parts(model, processor))
