@@ -54,9 +54,10 @@ class Intervention:
     def merge_resolved(self, total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
         """One cell's resolved record from the records of its attaches, in order.
 
-        Sample-major runs attach each cell's intervention once per batch; the record in the
-        results is the first attach's, with :attr:`resolved_counters` summed (the same as one
-        attach over all batches).
+        Runs attach each cell's intervention once per batch; the record in the results is the
+        first attach's, with :attr:`resolved_counters` summed (the same as one attach over all
+        batches). The records are merged as read back from the run's per-batch records
+        (:mod:`harness.run.batch_records`): JSON values, lists for tuples, string dict keys.
         """
         out = dict(total)
         for key in self.resolved_counters:

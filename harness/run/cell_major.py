@@ -1,7 +1,9 @@
 """Cell-major evaluation, the reference order: one (task, intervention) cell after the other.
 
 Each cell reads, processes and encodes every pending document itself (``--cell-major``);
-the default sample-major order (:mod:`harness.run.sample_major`) gives the same rows.
+the default sample-major order (:mod:`harness.run.sample_major`) gives the same rows. As
+there, the intervention is attached once per batch and each batch's record is written after
+its rows (:mod:`harness.run.batch_records`), so a resumed cell's counters are exact.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from harness.run.sample_major import (
     log_generations,
     scoring_context,
 )
-from harness.schema.samples import SampleLog
 
 __all__ = ["run_cell"]
 
@@ -33,35 +34,15 @@ def run_cell(
     desc: str,
     shard: tuple[int, int],
 ) -> None:
-    """Evaluate one cell on all its pending documents, its intervention attached once."""
+    """Evaluate one cell on all its pending documents (the cell-major reference order)."""
+    from harness.api.progress import Progress
     from harness.attention.dispatch import window_kernels_used
 
-    window_kernels_used(reset=True)
-    cell.check()
-    with cell.interv.attach(adapter) as resolved:
-        cell.check()  # the files it read named this cell's log
-        cell.counters = _pending_docs(task, docs, adapter, cell.log, spec, desc, shard)
-    cell.add_resolved(resolved)
-    cell.kernels.update(window_kernels_used(reset=True))
-
-
-def _pending_docs(
-    task: Task,
-    docs: Sequence[Any],
-    adapter: Any,
-    log: SampleLog,
-    spec: RunSpec,
-    desc: str,
-    shard: tuple[int, int],
-) -> dict[str, Any]:
-    """One cell, all its pending documents (the cell-major reference order)."""
-    from harness.api.progress import Progress
-
-    done = done_ids(log, spec.skip_bad_docs)
+    cell.resume()
+    done = done_ids(cell.log, spec.skip_bad_docs)
     rank, world = shard
     pending = [d for i, d in enumerate(docs) if i % world == rank and d.doc_id not in done]
     ctx = scoring_context(adapter, spec.seed)
-    counters = {"skipped": 0, "generated": 0}
     bar = Progress(len(docs), desc, initial=len(docs) - len(pending))  # a line when not a TTY
     try:  # the bar is cleared before any error is printed
         for start in range(0, len(pending), spec.batch_size):
@@ -75,19 +56,25 @@ def _pending_docs(
                 except SampleError as exc:
                     if not spec.skip_bad_docs:
                         raise bad_doc_error(task, doc, exc) from None
-                    log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
-                    counters["skipped"] += 1
+                    cell.log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
+                    cell.counters["skipped"] += 1
                     bar.update(1)
-            if batch:
+            if not batch:
+                continue
+            window_kernels_used(reset=True)
+            cell.check()
+            with cell.interv.attach(adapter) as resolved:
+                cell.check()  # the files it read named this cell's log
                 t0 = time.perf_counter()
                 generations = adapter.generate(requests)
                 batch_ms = (time.perf_counter() - t0) * 1000.0
-                log_generations(
-                    task, batch, requests, generations, batch_ms, log, ctx, spec.predict_only
-                )
-                bar.update(len(batch))
-                counters["generated"] += len(batch)
+            kernels = window_kernels_used(reset=True)
+            log_generations(
+                task, batch, requests, generations, batch_ms, cell.log, ctx, spec.predict_only
+            )
+            cell.commit(batch, resolved, kernels)
+            cell.counters["generated"] += len(batch)
+            bar.update(len(batch))
     finally:
         bar.close()
-        log.sync()  # what a crash of the machine could still lose
-    return counters
+        cell.sync()  # what a crash of the machine could still lose

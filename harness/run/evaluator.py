@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.api.specs import RunSpec, TaskSpec
 from harness.api.task import BadDataError, Task
+from harness.run.batch_records import BatchRecords, cell_record
 from harness.run.cell_major import run_cell
 from harness.run.cells import (
     cell_names,
@@ -240,7 +241,9 @@ def _run(
         for j, (ispec, interv) in enumerate(interventions):
             log = SampleLog(out / "samples" / _shard_name(names[(i, j)], shard))
             check = functools.partial(_check_unchanged, ispec, hashes[j])
-            cells.append(CellRun(ispec.label, interv, names[(i, j)], log, check))
+            cell = CellRun(ispec.label, interv, names[(i, j)], log, check)
+            cell.records = BatchRecords(log.path)
+            cells.append(cell)
         if order == "cell":
             for cell in cells:
                 run_cell(task, docs, cell, adapter, spec, f"{tspec.name} × {cell.label}", shard)
@@ -277,18 +280,12 @@ def _entry(
     from harness.run import distributed as dist
 
     fname = cell.fname
-    if not cell.counters["generated"] and f"samples/{fname}" in before:
-        resolved = before[f"samples/{fname}"]  # resumed, nothing new: keep the record
-    else:
-        if cell.resolved is None:  # nothing to do in this run: the record of one attach
-            with cell.interv.attach(adapter) as part:
-                pass
-            cell.add_resolved(part)
-        resolved = dict(cell.resolved or {})
-        if cell.kernels:  # which window kernel ran, per cell
-            resolved["window_kernels"] = dict(cell.kernels)
-        if shard[0] == 0:
-            save_resolved(out, f"samples/{fname}", resolved)
+    records = cell.records.read() if cell.records is not None else []
+    if shard[1] > 1:  # every process's batches (None on the other ranks)
+        records = dist.gather_rows(records)
+    if shard[0] == 0:
+        resolved = cell_record(cell, records or [], docs, adapter, before.get(f"samples/{fname}"))
+        save_resolved(out, f"samples/{fname}", resolved)
     rows = cell.log.read()
     if shard[1] > 1:
         rows = dist.gather_rows(rows)

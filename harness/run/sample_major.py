@@ -47,6 +47,8 @@ class CellRun:
         counters: ``skipped`` and ``generated`` documents in this run.
         resolved: The merged ``intervention_resolved`` of this run's attaches (None: none).
         kernels: Windowed layer calls per kernel in this run.
+        records: The cell's per-batch records in this process
+            (:class:`~harness.run.batch_records.BatchRecords`; None: none kept).
     """
 
     label: str
@@ -57,6 +59,7 @@ class CellRun:
     counters: dict[str, int] = field(default_factory=lambda: {"skipped": 0, "generated": 0})
     resolved: dict[str, Any] | None = None
     kernels: Counter = field(default_factory=Counter)
+    records: Any = None
 
     def add_resolved(self, part: dict[str, Any] | None) -> None:
         """Merge one attach's record into :attr:`resolved`."""
@@ -64,6 +67,24 @@ class CellRun:
         self.resolved = (
             part if self.resolved is None else self.interv.merge_resolved(self.resolved, part)
         )
+
+    def resume(self) -> None:
+        """Drop logged rows of batches whose record was not written (before ``done_ids``)."""
+        if self.records is not None:
+            self.records.resume(self.log)
+
+    def sync(self) -> None:
+        """Make the log's and the records' appended lines durable (a cell's or task's end)."""
+        self.log.sync()
+        if self.records is not None:
+            self.records.log.sync()
+
+    def commit(self, docs: Sequence[Any], part: dict[str, Any] | None, kernels: Counter) -> None:
+        """One batch done, its rows logged: count its attach and record it."""
+        self.add_resolved(part)
+        self.kernels.update(kernels)
+        if self.records is not None:
+            self.records.commit([d.doc_id for d in docs], part or {}, kernels)
 
 
 def done_ids(log: SampleLog, skip_bad_docs: bool) -> set[Any]:
@@ -193,6 +214,8 @@ def run_task(
 
     rank, world = shard
     mine = [d for i, d in enumerate(docs) if i % world == rank]
+    for cell in cells:
+        cell.resume()
     done = [done_ids(c.log, spec.skip_bad_docs) for c in cells]
     pending = [d for d in mine if any(d.doc_id not in ids for ids in done)]
     order = sorted(range(len(cells)), key=lambda k: _VISION_ORDER[_vision_use(cells[k])])
@@ -259,8 +282,7 @@ def run_task(
                             else:
                                 gens = adapter.generate(reqs, inputs=inputs)
                             batch_ms = (time.perf_counter() - t1) * 1000.0
-                    cell.add_resolved(resolved)
-                    cell.kernels.update(window_kernels_used(reset=True))
+                    kernels = window_kernels_used(reset=True)
                     log_generations(
                         task,
                         sub,
@@ -273,6 +295,7 @@ def run_task(
                         inputs_ms,
                         extra,
                     )
+                    cell.commit(sub, resolved, kernels)
                     cell.counters["generated"] += len(sub)
                     lines[k].update(len(sub))
                     bar.update(len(sub))
@@ -281,7 +304,7 @@ def run_task(
         for line in lines:
             line.close()
         for cell in cells:  # what a crash of the machine could still lose
-            cell.log.sync()
+            cell.sync()
 
 
 def _may_reuse(cells: list[CellRun], done: list[set[Any]], batch: list[Any]) -> bool:

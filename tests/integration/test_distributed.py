@@ -24,7 +24,8 @@ from harness.models.toy import TOY_DIR  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 6
 ABLATION = {"name": "ablate", "args": {"select": "random", "k": 0.9, "mode": "zero", "seed": 0}}
-INTERVENTIONS = ["none", json.dumps(ABLATION)]
+SAP = {"name": "sap", "args": {"prior": "complexity"}}  # counts its forwards on every rank
+INTERVENTIONS = ["none", json.dumps(ABLATION), json.dumps(SAP)]
 
 # Runs the real CLI; on rank CRASH_RANK the adapter raises once it has answered CRASH_AFTER
 # batches, as if the process died midway (torchrun then stops the other rank too).
@@ -113,6 +114,7 @@ def _assert_same(single: Path, sharded: Path) -> None:
     assert b["status"] == "complete"
     assert b["settings"]["world_size"] == 2 and a["settings"]["world_size"] == 1
     keys = ("task", "intervention", "metrics", "n_samples", "n_skipped", "failures", "samples_file")
+    keys += ("intervention_resolved",)  # SAP's forwards summed over the ranks' batch records
     assert [{k: e[k] for k in keys} for e in a["entries"]] == [
         {k: e[k] for k in keys} for e in b["entries"]
     ]
@@ -156,14 +158,15 @@ def test_sharded_run_equals_single_process(tmp_path, model_args, single_run):
 
 
 def test_crashed_rank_resumes_to_identical_results(tmp_path, model_args, single_run):
-    """Rank 1 dies after two documents (sample-major: two batches × two cells = four generate
-    calls); the rerun resumes each rank from its own log and the merged results equal the
-    single-process run's (a sharded run end to end, doc by doc)."""
+    """Rank 1 dies in its second batch (sample-major: SAP's cell, then none's, then the
+    ablation's, which crashes: the fifth generate call); the rerun resumes each rank from its
+    own log and the merged results equal the single-process run's (a sharded run end to end,
+    doc by doc), SAP's forwards included."""
     out = tmp_path / "resumed"
     script = tmp_path / "crashing_main.py"
     script.write_text(CRASHING_MAIN, encoding="utf-8")
     args = _run_args(model_args, out)
-    crashed = _torchrun(args, [str(script)], CRASH_RANK="1", CRASH_AFTER="4")
+    crashed = _torchrun(args, [str(script)], CRASH_RANK="1", CRASH_AFTER="5")
     assert crashed.returncode != 0
     assert "injected crash" in crashed.stderr
     fname = Path(_results(single_run)["entries"][0]["samples_file"]).name

@@ -119,7 +119,7 @@ def test_a_full_or_read_only_disk_gives_one_line(run_dir, monkeypatch, capsys, c
         monkeypatch.setattr(os, "fsync", _fail_with(code))  # the data does not reach the disk
     else:
         monkeypatch.setattr(tempfile, "mkstemp", _fail_with(code))  # no file can be created
-    logs = {p: p.read_bytes() for p in (run_dir / "samples").iterdir()}
+    logs = {p: p.read_bytes() for p in (run_dir / "samples").rglob("*") if p.is_file()}
     assert cli.main(["rescore", str(run_dir), "--scoring", "lenient"]) == 2
     err = capsys.readouterr().err
     target = str(run_dir / "results.scoring-lenient.json")
@@ -127,7 +127,7 @@ def test_a_full_or_read_only_disk_gives_one_line(run_dir, monkeypatch, capsys, c
     assert f"cannot write rescored results {target!r}: {os.strerror(code)}" in err
     assert not (run_dir / "results.scoring-lenient.json").exists()
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]  # no half file
-    assert {p: p.read_bytes() for p in (run_dir / "samples").iterdir()} == logs
+    assert {p: p.read_bytes() for p in (run_dir / "samples").rglob("*") if p.is_file()} == logs
     monkeypatch.undo()
     assert cli.main(["rescore", str(run_dir), "--scoring", "lenient"]) == 0  # a rerun repairs
 
