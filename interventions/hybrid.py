@@ -253,11 +253,9 @@ def _model_windows(model: Any) -> dict[str, int]:
     A windowed head there sees the narrower of the two windows, and a kept head keeps the
     model's window: the mask the model passes is authoritative.
     """
-    from harness.api.anatomy import layer_kinds
+    from harness.api.anatomy import sliding_windows
 
-    kinds = layer_kinds(model)
-    sliding = ("sliding_attention", "hybrid_sliding")  # not chunked layers: no sliding band
-    return {str(i): k.window for i, k in enumerate(kinds) if k.kind in sliding and k.window}
+    return {str(layer): w for layer, w in sliding_windows(model).items()}
 
 
 def _zeros(geometry: Any) -> Any:

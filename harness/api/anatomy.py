@@ -30,6 +30,7 @@ __all__ = [
     "decoder_layers",
     "geometry_of",
     "layer_kinds",
+    "sliding_windows",
     "text_config",
 ]
 
@@ -98,6 +99,13 @@ def layer_kinds(model: Any) -> list[LayerKind]:
             window = getattr(cfg, "attention_chunk_size", None)
         kinds.append(LayerKind(kind, window))
     return kinds
+
+
+def sliding_windows(model: Any) -> dict[int, int]:
+    """Decoder layer → the model's own sliding window, for its sliding layers only."""
+    sliding = ("sliding_attention", "hybrid_sliding")  # chunked layers have no sliding band
+    kinds = layer_kinds(model)
+    return {i: k.window for i, k in enumerate(kinds) if k.kind in sliding and k.window}
 
 
 def attention_modules(model: Any) -> dict[int, Any]:

@@ -44,12 +44,26 @@ __all__ = ["flop_speedup_bound", "run_bench", "main"]
 
 
 def flop_speedup_bound(
-    geometry: Geometry, n: int, window: int, full_fraction: float, *, linear: bool = True
+    geometry: Geometry,
+    n: int,
+    window: int,
+    full_fraction: float,
+    *,
+    linear: bool = True,
+    model_windows: dict[int, int] | None = None,
 ) -> float:
     """Prefill speedup bound of hybrid attention (metrics.md FLOP model, per token per layer).
 
     linear ≈ 2·P_layer (attention projections + gated MLP); full attention ≈ 2·H·d_h·n
     (causal); window ≈ 4·H·d_h·w. speedup = (lin + full) / (lin + f·full + (1 − f)·win).
+
+    With ``model_windows`` (the model's own sliding layers: Gemma3's local layers) or layers
+    without heads (``geometry.attention_layers``: Qwen3.5's linear-attention layers), the
+    bound is summed layer by layer instead: a layer's own attention costs the cheaper of full
+    causal and its window, a hybrid-windowed head there the cheaper of that and the hybrid
+    window, a kept head the layer's own cost; a layer without heads adds only its linear
+    FLOPs to both sides (its own token mixing, the same in both, is left out, so the result
+    stays an upper bound).
 
     Args:
         geometry: Decoder geometry (hidden, heads, KV heads, head_dim, FFN width).
@@ -58,13 +72,26 @@ def flop_speedup_bound(
         full_fraction: Fraction f of heads that keep full attention.
         linear: Include the linear (projection + MLP) FLOPs; False gives the attention-only
             bound (for ``--scope attention``).
+        model_windows: Decoder layer → the model's own sliding window (None or {}: none).
     """
     g = geometry
     attn_params = g.hidden_size * g.head_dim * (2 * g.num_heads + 2 * g.num_kv_heads)
     lin = 2 * (attn_params + 3 * g.hidden_size * g.intermediate_size) if linear else 0
     full = 2 * g.num_heads * g.head_dim * n
     win = 4 * g.num_heads * g.head_dim * min(window, n)
-    return (lin + full) / (lin + full_fraction * full + (1 - full_fraction) * win)
+    if not model_windows and g.attention_layers is None:
+        return (lin + full) / (lin + full_fraction * full + (1 - full_fraction) * win)
+    dense = hybrid = 0.0
+    heads = set(g.head_layers)
+    for layer in range(g.num_layers):
+        if layer not in heads:
+            dense, hybrid = dense + lin, hybrid + lin
+            continue
+        own = (model_windows or {}).get(layer)
+        base = full if own is None else min(full, 4 * g.num_heads * g.head_dim * min(own, n))
+        dense += lin + base
+        hybrid += lin + full_fraction * base + (1 - full_fraction) * min(base, win)
+    return dense / hybrid
 
 
 def run_bench(

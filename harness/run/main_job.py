@@ -124,7 +124,9 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     task_specs = tuple(task_spec(n, cfg.n_eval, cfg) for n in cfg.tasks)
     lengths = task_lengths(adapter, task_specs, cfg, out)
     window = cfg.hybrid_window or scaled_window(lengths, cfg.hybrid_window_fraction)
-    window_info = window_record(cfg, window, lengths, adapter.geometry)
+    window_info = window_record(
+        cfg, window, lengths, adapter.geometry, getattr(adapter, "model", None)
+    )
     _stage(f"2/5 accuracy grid: baseline, ablation, SAP, hybrid (window {window})")
     if dense := unwindowed_tasks(window_info):
         print(

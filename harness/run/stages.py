@@ -153,7 +153,9 @@ def task_lengths(adapter: Any, specs: tuple[Any, ...], cfg: Any, out: Path) -> d
     return lengths
 
 
-def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) -> dict[str, Any]:
+def window_record(
+    cfg: Any, window: int, lengths: dict, geometry: Any = None, model: Any = None
+) -> dict[str, Any]:
     """How the grid's hybrid window was chosen (rule, fraction, the lengths it scales with).
 
     With measured lengths and the model's ``geometry``, ``per_task`` also gives, for each task
@@ -161,7 +163,9 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
     the FLOP-model speedup bounds of metrics.md (whole layer, attention only): what the window
     and the keep fraction amount to at that task's real length; ``windowed`` is False for a
     task whose median prompt fits in the window (its hybrid rows are then mostly dense
-    attention, the window being shared by every task of the grid).
+    attention, the window being shared by every task of the grid). With the HF ``model``,
+    its own sliding layers (``model_windows``, Gemma3's local layers) and layers without
+    heads enter the bounds layer by layer (:func:`harness.bench.hybrid.flop_speedup_bound`).
     """
     record: dict[str, Any] = {"window": window, "keep": list(cfg.hybrid_keep)}
     if cfg.hybrid_window is not None:
@@ -173,6 +177,10 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
         from harness.bench.hybrid import flop_speedup_bound
         from harness.bench.kit import kept_heads
 
+        own = _sliding_windows(model)
+        if own:
+            record["model_windows"] = {str(layer): w for layer, w in own.items()}
+
         per_task: dict[str, Any] = {}
         for task, stats in lengths.items():
             n = max(1, int(stats["median"]))
@@ -181,14 +189,27 @@ def window_record(cfg: Any, window: int, lengths: dict, geometry: Any = None) ->
                 f = kept_heads(keep, geometry.num_heads) / geometry.num_heads
                 rows[str(keep)] = {
                     "kept_fraction": round(f, 4),
-                    "bound": round(flop_speedup_bound(geometry, n, window, f), 3),
+                    "bound": round(
+                        flop_speedup_bound(geometry, n, window, f, model_windows=own), 3
+                    ),
                     "attention_bound": round(
-                        flop_speedup_bound(geometry, n, window, f, linear=False), 3
+                        flop_speedup_bound(geometry, n, window, f, linear=False, model_windows=own),
+                        3,
                     ),
                 }
             per_task[task] = {"median_length": n, "windowed": n > window, "keep": rows}
         record["per_task"] = per_task
     return record
+
+
+def _sliding_windows(model: Any) -> dict[int, int]:
+    """The model's own sliding windows per layer ({} without an HF model)."""
+    from harness.api.anatomy import sliding_windows
+
+    try:
+        return sliding_windows(model)
+    except AttributeError:  # no model, or one without an HF text config
+        return {}
 
 
 def unwindowed_tasks(record: dict[str, Any]) -> list[str]:

@@ -203,3 +203,20 @@ def test_exactly_the_cross_attention_and_encoder_decoder_classes_are_refused():
             refused.append(model_type)
     encoder_decoder = ["florence2", "pix2struct", "pp_formulanet", "t5gemma2", "udop"]
     assert refused == sorted([*encoder_decoder, "mllama", "vision-encoder-decoder"])
+
+
+def test_the_window_record_bounds_a_model_with_its_own_sliding_layers():
+    """The main job's FLOP bounds count Gemma3's local layers as already windowed."""
+    from harness.run.stages import window_record
+
+    class Cfg:
+        hybrid_window, hybrid_window_fraction, hybrid_keep = None, 0.25, (0.25,)
+
+    model = tiny.gemma3()
+    lengths = {"t": {"n": 1, "min": 4000, "median": 4000, "max": 4000}}
+    uniform = window_record(Cfg(), 3, lengths, geometry_of(model))
+    layered = window_record(Cfg(), 3, lengths, geometry_of(model), model)
+    assert layered["model_windows"] == {str(i): 6 for i in range(5)}
+    assert "model_windows" not in uniform
+    bound = layered["per_task"]["t"]["keep"]["0.25"]["bound"]
+    assert 1.0 < bound < uniform["per_task"]["t"]["keep"]["0.25"]["bound"]

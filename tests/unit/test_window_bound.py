@@ -74,3 +74,22 @@ def test_bench_alias_and_old_flag(capsys):
     argv = ["--lengths", "32", "--window", "8", "--repeats", "1", "--scope", "attention"]
     assert main([*argv, "--preset", "tiny", "--json", "--warmup", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"][0]["geometry"] == "tiny"
+
+
+def test_bound_sums_layers_with_the_models_own_windows_and_layers_without_heads():
+    """Layer by layer: a local layer's own window caps what hybrid can save there."""
+    geo = Geometry(2, 4, 2, 8, 32, 64)
+    n, w, f = 4096, 64, 0.25
+    lin = 2 * (32 * 8 * (2 * 4 + 2 * 2) + 3 * 32 * 64)
+    full, win = 2 * 4 * 8 * n, 4 * 4 * 8 * w
+    local = 4 * 4 * 8 * 1024  # layer 0 slides over 1024 keys of its own
+    want = (2 * lin + local + full) / (
+        2 * lin + f * local + (1 - f) * win + f * full + (1 - f) * win
+    )
+    got = flop_speedup_bound(geo, n, w, f, model_windows={0: 1024})
+    assert got == pytest.approx(want)
+    assert got < flop_speedup_bound(geo, n, w, f)  # the uniform bound overstates it
+    assert flop_speedup_bound(geo, n, w, f, model_windows={}) == flop_speedup_bound(geo, n, w, f)
+    hybrid_decoder = Geometry(2, 4, 2, 8, 32, 64, attention_layers=(1,))
+    want = (2 * lin + full) / (2 * lin + f * full + (1 - f) * win)
+    assert flop_speedup_bound(hybrid_decoder, n, w, f) == pytest.approx(want)
