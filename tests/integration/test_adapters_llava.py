@@ -47,6 +47,18 @@ def adapter(request):
     return tiny_adapter(request.param)
 
 
+def shown(adapter, requests: list[Request]) -> list[Request]:
+    """The requests the family can be shown (its unit's capabilities: video, pages)."""
+    can = adapter.unit.capabilities
+    video_ok = [r for r in requests if r.video is None or "video" in can]
+    return [r for r in video_ok if not r.pages or "pages" in can]
+
+
+def needs(adapter, capability: str) -> None:
+    if capability not in adapter.unit.capabilities:
+        pytest.skip(f"{adapter.registry_name} has no {capability}")
+
+
 def test_registered_with_hub_defaults():
     assert MODEL_FAMILIES.get("llava") is LlavaAdapter
     assert MODEL_FAMILIES.get("toy") is ToyAdapter
@@ -62,7 +74,7 @@ def test_forward_through_dispatch_equals_sdpa(adapter):
     family = adapter.registry_name
     assert adapter.model.config.get_text_config()._attn_implementation == ATTN_NAME
     reference = build_tiny_model(family)  # same seed, plain sdpa
-    for req in REQUESTS[:3]:
+    for req in shown(adapter, REQUESTS[:3]):
         inputs = adapter.prepare([req])
         with torch.no_grad():
             ours = adapter.model(**inputs).logits
@@ -72,18 +84,19 @@ def test_forward_through_dispatch_equals_sdpa(adapter):
 
 
 def test_left_padded_batch_equals_one_by_one(adapter):
-    batch = adapter.prepare(REQUESTS)
+    requests = shown(adapter, REQUESTS)
+    batch = adapter.prepare(requests)
     mask = batch["attention_mask"]
     assert (mask[:, -1] == 1).all() and (mask[:, 0] == 0).any()  # left padding
     with torch.no_grad():
         last = adapter.model(**batch).logits[:, -1]
-        for row, req in enumerate(REQUESTS):
+        for row, req in enumerate(requests):
             alone = adapter.model(**adapter.prepare([req])).logits[0, -1]
             torch.testing.assert_close(last[row], alone, rtol=1e-4, atol=1e-4)
-    together = adapter.generate(REQUESTS)
-    single = [adapter.generate([r])[0] for r in REQUESTS]
+    together = adapter.generate(requests)
+    single = [adapter.generate([r])[0] for r in requests]
     assert [g.text for g in together] == [g.text for g in single]
-    for gen, req in zip(together, REQUESTS):
+    for gen, req in zip(together, requests):
         assert 1 <= gen.output_tokens <= req.max_new_tokens
         assert gen.prompt_tokens == adapter.token_spans(req).seq_len
 
@@ -91,6 +104,8 @@ def test_left_padded_batch_equals_one_by_one(adapter):
 @pytest.mark.parametrize("index", range(len(REQUESTS)))
 def test_spans_instruction_and_visual_positions(adapter, index):
     req = REQUESTS[index]
+    if not shown(adapter, [req]):
+        pytest.skip(f"{adapter.registry_name} cannot be shown this request")
     spans = adapter.token_spans(req)
     ids = adapter.encode([req])["input_ids"][0].tolist()
     assert spans.seq_len == len(ids)
@@ -101,6 +116,7 @@ def test_spans_instruction_and_visual_positions(adapter, index):
 
 
 def test_page_evidence_whole_page_and_box(adapter):
+    needs(adapter, "pages")
     req = REQUESTS[3]
     spans = adapter.token_spans(req)
     page1 = adapter.token_spans(req, PageEvidence((1,))).evidence
@@ -118,8 +134,9 @@ def test_bad_evidence_raises(adapter):
         adapter.token_spans(req, BoxEvidence(Box(1, 1, 5, 5), image_index=3))
     with pytest.raises(EvidenceError):
         adapter.token_spans(req, TubeEvidence({0: Box(0, 0, 5, 5)}))  # no video
-    with pytest.raises(EvidenceError):
-        adapter.token_spans(REQUESTS[2], TubeEvidence({7: Box(0, 0, 5, 5)}))
+    if "video" in adapter.unit.capabilities:
+        with pytest.raises(EvidenceError):  # a frame the video does not have
+            adapter.token_spans(REQUESTS[2], TubeEvidence({7: Box(0, 0, 5, 5)}))
     with pytest.raises(EvidenceError):
         Box(5, 5, 5, 9)  # degenerate
 

@@ -43,6 +43,7 @@ from tests.integration.family_table import ROWS, conformance_adapter  # noqa: E4
 FAMILIES = unit_names(tiny=True)
 """Every registered family with a tiny recipe (its layout kind's oracle runs on each)."""
 VIDEO_FAMILIES = unit_names(tiny=True, capability="video")
+PAGE_FAMILIES = unit_names(tiny=True, capability="pages")
 
 
 @functools.cache
@@ -100,7 +101,7 @@ def test_former_mismatches_equal_trace(family):
         check_boxes(adapter(family), size, boxes)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", PAGE_FAMILIES)
 def test_several_images_and_pages_equal_trace(family):
     """Two images and two pages; rows: a box on image 1, a whole page, boxes on a page."""
     ad = adapter(family)
@@ -162,7 +163,7 @@ def test_a_tube_box_wholly_outside_one_frame_drops_that_frame(family):
         ad.token_spans(blank, TubeEvidence({2: outside, 3: outside}))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", PAGE_FAMILIES)
 def test_a_page_box_wholly_outside_its_page_drops_that_page(family):
     """Issue 35: a page box past the page edge failed the whole page evidence (EvidenceError).
 
