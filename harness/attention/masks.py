@@ -28,7 +28,7 @@ def keys_ahead(attention_mask: torch.Tensor | None) -> bool:
 
 
 def last_keys(attention_mask: torch.Tensor) -> torch.Tensor | None:
-    """(S_q,) last key any batch row lets each query row see; None for a causal mask.
+    """(S_q,) CPU tensor: the last key any batch row lets each query row see; None if causal.
 
     Rows that see no key ahead get their own position (a bound as good as their last key
     for every use here). Remembered for the last few mask tensors: a model passes the same
@@ -89,4 +89,4 @@ def _last_keys(mask: torch.Tensor, slices: list[tuple[int, int]]) -> torch.Tenso
     cols = torch.arange(kv_len, device=mask.device, dtype=torch.int32)
     for s, e in slices:
         last[s:e] = torch.where(mask[:, 0, s:e], cols, -1).amax(-1).amax(0)
-    return last
+    return last.cpu()  # read per block by the kernels: on the host, no device syncs

@@ -201,9 +201,9 @@ def window_attention_chunked(
             _one_block(q, k, v, attention_mask, size, (0, None), scale, (s, e), out)
     last = None if attention_mask is None else last_keys(attention_mask)
     if last is not None:  # strided blocks with rows that see keys ahead: again, keys extended
-        ahead = last > torch.arange(kv_len - q_len, kv_len, device=last.device)
+        ahead = (last > torch.arange(kv_len - q_len, kv_len)).tolist()
         for s, e in _spans(lo, hi, block):
-            if bool(ahead[s:e].any()):
+            if any(ahead[s:e]):  # a host list: no device sync per block
                 _one_block(q, k, v, attention_mask, size, (0, None), scale, (s, e), out)
     return out
 
