@@ -88,39 +88,52 @@ def _tensor_key(t: Any) -> Any:
     return (id(t), t._version, where)
 
 
+_PLAIN = frozenset({type(None), bool, int, float, str})
+_PLAIN_BASES = (bool, int, float, str)
+
+
 def _plain_attrs(m: Any, pins: list[Any]) -> tuple[Any, ...]:
     import types
 
+    functions = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
     out = []
     for name, value in vars(m).items():
-        if name.startswith("_"):
+        if name[0] == "_":
             continue
-        if isinstance(value, types.FunctionType | types.BuiltinFunctionType | types.MethodType):
+        kind = type(value)  # type(), not isinstance: a config's __getattribute__ is slow
+        if kind in _PLAIN:
+            out.append((name, kind, value))
+        elif issubclass(kind, functions):
             pins.append(value)
             out.append((name, "fn", id(value)))
-            continue
-        try:
-            out.append((name, frozen_value(value)))
-        except Untrackable:
-            continue  # another kind of object (a config, a tensor attribute): not compared
+        else:
+            try:
+                out.append((name, frozen_value(value)))
+            except Untrackable:
+                continue  # another kind of object (a config, a tensor attribute): not compared
     return tuple(out)
 
 
 def _config_key(config: Any) -> tuple[Any, ...]:
-    out = []
-    for owner, cfg in (("", config), *_sub_configs(config)):
-        for name, value in vars(cfg).items():
-            try:
-                out.append((owner, name, frozen_value(value)))
-            except Untrackable:
-                continue
-    return tuple(out)
-
-
-def _sub_configs(config: Any) -> list[tuple[str, Any]]:
     from transformers import PretrainedConfig
 
-    return [(k, v) for k, v in vars(config).items() if isinstance(v, PretrainedConfig)]
+    out = []
+    configs = [("", config)]
+    while configs:
+        owner, cfg = configs.pop()
+        for name, value in vars(cfg).items():
+            kind = type(value)
+            if kind in _PLAIN:
+                out.append((owner, name, kind, value))
+            elif issubclass(kind, PretrainedConfig):
+                if not owner:  # a sub-config (vision_config, text_config): its values too
+                    configs.append((name, value))
+            else:
+                try:
+                    out.append((owner, name, frozen_value(value)))
+                except Untrackable:
+                    continue
+    return tuple(out)
 
 
 def frozen_value(value: Any) -> Any:
@@ -129,12 +142,13 @@ def frozen_value(value: Any) -> Any:
     Raises:
         Untrackable: Anything else.
     """
-    if value is None or isinstance(value, bool | int | float | str):
-        return (type(value).__name__, value)
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, tuple(frozen_value(v) for v in value))
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind in _PLAIN or issubclass(kind, _PLAIN_BASES):
+        return (kind.__name__, value)
+    if issubclass(kind, list | tuple):
+        return (kind.__name__, tuple(frozen_value(v) for v in value))
+    if issubclass(kind, dict):
         return ("dict", tuple(sorted((str(k), frozen_value(v)) for k, v in value.items())))
-    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+    if kind.__module__ == "torch" and kind.__name__ == "dtype":
         return ("dtype", str(value))
     raise Untrackable
