@@ -150,7 +150,7 @@ def add_order_arguments(parser: Any) -> None:
         dest="check_vision_reuse",
         action="store_true",
         default=False,
-        help="(grids) recompute every vision pass that sample-major evaluation would reuse "
+        help="recompute every vision pass that sample-major evaluation would reuse "
         "and stop, naming the intervention, unless it is bit-identical: for authors of "
         "interventions that declare vision_use() 'none' (docs/plugins.md); recorded in the "
         "results' settings",

@@ -337,8 +337,6 @@ def main_job(args: argparse.Namespace) -> int:
             "--predict_only applies to a grid (--interventions or --config); "
             "the main job scores every cell"
         )
-    if args.check_vision_reuse:
-        raise _spec_error("--check-vision-reuse applies to a grid (--interventions or --config)")
     model_spec = model_from_args(args)
     # A real checkpoint: hybrid window scaled to its tasks' lengths, bench at its own geometry.
     kwargs: dict[str, Any] = real_model_defaults() if model_spec.name != "toy" else {}
@@ -377,6 +375,8 @@ def main_job(args: argparse.Namespace) -> int:
         kwargs["skip_bad_docs"] = True
     if args.cell_major:
         kwargs["order"] = "cell"
+    if args.check_vision_reuse:
+        kwargs["check_vision_reuse"] = True
     kwargs.update({k: getattr(args, k) for k in MAPS_DEFAULTS if getattr(args, k) is not None})
     kwargs["figures"] = not args.no_figures
     cfg = ProtocolConfig(**kwargs)

@@ -145,7 +145,9 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
         gen_kwargs=dict(cfg.gen_kwargs),
     )
     with clock.stage("accuracy_s", done_before=_complete(out / "accuracy" / "results.json")):
-        results = run_grid(spec, adapter, order=cfg.order)
+        results = run_grid(
+            spec, adapter, order=cfg.order, check_vision_reuse=cfg.check_vision_reuse
+        )
 
     _stage("3/5 prefill speed: dense vs hybrid (FLOP-model bound alongside)")
     bench_path = out / "bench_hybrid.json"

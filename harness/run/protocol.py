@@ -61,6 +61,8 @@ class ProtocolConfig:
         skip_bad_docs: Count and skip malformed rows / unreadable media (rank and grid).
         order: Evaluation order of the accuracy grid: ``sample`` (each batch processed once
             for all cells) or ``cell`` (the reference; same outputs).
+        check_vision_reuse: Recompute every vision pass the accuracy grid would reuse and
+            stop unless it is bit-identical (``run_grid(check_vision_reuse=True)``).
         maps: Attention maps of the first ``maps`` ranked samples per task (``rank/maps.json``;
             0: none) for the top/bottom ``maps_heads`` and ``maps_random`` seeded heads.
         figures: Draw the figures (rank heatmaps, diagnostics plots, leaderboard figures, and
@@ -90,6 +92,7 @@ class ProtocolConfig:
     gen_kwargs: dict[str, Any] = field(default_factory=dict)
     skip_bad_docs: bool = False
     order: str = "sample"
+    check_vision_reuse: bool = False
     maps: int = 4
     maps_heads: int = 4
     maps_random: int = 2

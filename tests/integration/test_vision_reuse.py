@@ -198,16 +198,20 @@ def test_check_switch_passes_every_built_in_and_is_recorded(toy, tmp_path, monke
     assert rows_of(tmp_path / "checked") == rows_of(tmp_path / "plain")
 
 
-def test_cli_check_vision_reuse_reaches_the_grid_and_not_the_main_job(tmp_path, monkeypatch):
+def test_cli_check_vision_reuse_reaches_the_grid_and_the_main_job(tmp_path, monkeypatch):
     from harness.cli import main as cli
-    from harness.run import evaluator
+    from harness.run import evaluator, main_job
 
     seen = []
     monkeypatch.setattr(evaluator, "run_grid", lambda spec, **kw: seen.append(kw))
+    monkeypatch.setattr(main_job, "run_protocol", lambda model, cfg, out: seen.append(cfg))
     argv = ["run", "--model", "toy", "--tasks", "pope_mini", "--output", str(tmp_path / "o")]
     assert cli.main([*argv, "--interventions", "none", "--check-vision-reuse"]) == 0
     assert seen == [{"order": "sample", "check_vision_reuse": True}]
-    assert cli.main([*argv, "--check-vision-reuse"]) == 2  # the main job: a usage error
+    assert cli.main([*argv, "--check-vision-reuse"]) == 0
+    assert seen[1].check_vision_reuse is True
+    assert cli.main(argv) == 0
+    assert seen[2].check_vision_reuse is False
 
 
 def test_memo_key_sees_the_vision_side_beyond_parameter_versions():
