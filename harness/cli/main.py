@@ -120,6 +120,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         obj = registry.get(name)
         doc = (obj.__doc__ or "").strip().splitlines()
         print(f"{name:24s} {doc[0] if doc else ''}")
+        unit = vars(obj).get("unit") if args.kind == "models" and isinstance(obj, type) else None
+        if unit is not None:  # the family unit (harness.models.unit): what it can be run on
+            tiny = "tiny=true" if unit.tiny is not None else "no tiny recipe"
+            can = ", ".join(sorted(unit.capabilities))
+            print(f"{'':24s} layout {unit.layout.kind} · {can} · {tiny}")
     return 0
 
 

@@ -25,6 +25,15 @@ def test_list_tasks_and_interventions(capsys):
     assert "none" in capsys.readouterr().out
 
 
+def test_list_models_shows_each_family_unit(capsys):
+    assert cli.main(["list", "models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    after = {line.split()[0]: lines[i + 1] for i, line in enumerate(lines[:-1]) if line[:1] != " "}
+    assert "layout grid_thw · boxes, image, pages, video · tiny=true" in after["qwen2_vl"]
+    assert "layout anyres" in after["llava_onevision"]
+    assert after["toy"].strip().startswith("layout fixed_grid") and "no tiny recipe" in after["toy"]
+
+
 def test_run_from_flags_writes_results(tmp_path, mock_model, capsys):
     out = tmp_path / "run"
     rc = cli.main(
