@@ -152,6 +152,8 @@ class HFAdapter(ModelAdapter):
     unit: ClassVar[FamilyUnit | None] = None
     model_class: ClassVar[str] = ""
     video_as: ClassVar[Literal["video", "images"]] = "video"
+    nest_images: ClassVar[bool] = False
+    """Pass images to the processor as one list per request (Gemma 3, PaliGemma)."""
     last_output_ids: list[list[int]] = []
     """New token ids of each row of the last :meth:`generate` call (for tests and logs)."""
 
@@ -210,8 +212,10 @@ class HFAdapter(ModelAdapter):
     # -- evidence maps, from the unit's layout kind -------------------------------------
     def visual_token_ids(self) -> tuple[int, ...]:
         """Ids of the tokens that carry visual features (the unit's ``visual_tokens``)."""
+        from operator import attrgetter
+
         names = self.unit.visual_tokens if self.unit is not None else ("image_token_id",)
-        return tuple(int(getattr(self.processor, name)) for name in names)
+        return tuple(int(attrgetter(name)(self.processor)) for name in names)
 
     @property
     def gives_footprints(self) -> bool:
@@ -268,20 +272,28 @@ class HFAdapter(ModelAdapter):
             self.build_messages(request), tokenize=False, add_generation_prompt=True
         )
 
+    def processor_text(self, request: Request) -> str:
+        """The text given to the processor (default: :meth:`render`).
+
+        PaliGemma's lacks the ``<bos>`` and newline its processor adds itself.
+        """
+        return self.render(request)
+
     def encode(self, requests: list[Request]) -> Any:
         """Processor output for a batch (left padded, CPU tensors)."""
-        texts = [self.render(r) for r in requests]
-        images, videos = [], []
+        texts = [self.processor_text(r) for r in requests]
+        images, videos, nested = [], [], []
         for request in requests:
             still, clips = media_of(request)
-            images.extend(still)
             if self.video_as == "images":
-                images.extend(frame for clip in clips for frame in clip)
+                still = still + [frame for clip in clips for frame in clip]
             else:
                 videos.extend(clips)
+            images.extend(still)
+            nested.append(still)
         kwargs = dict(self.processor_kwargs(requests))
         if images:
-            kwargs["images"] = images
+            kwargs["images"] = nested if self.nest_images else images
         if videos:
             kwargs["videos"] = videos
         return self.processor(text=texts, padding=True, return_tensors="pt", **kwargs)

@@ -84,7 +84,9 @@ class FamilyUnit:
         video_as: ``"video"``: the processor's video path; ``"images"``: frames shown as
             consecutive images (families without one).
         visual_tokens: Processor attributes holding the ids of the tokens that carry visual
-            features (``image_token_id``; ``video_token_id`` where videos have their own).
+            features (``image_token_id``; ``video_token_id`` where videos have their own;
+            dotted paths such as ``tokenizer.image_token_id`` where the processor's own
+            ``image_token_id`` is the placeholder, Gemma 3's ``<start_of_image>``).
         chat: Chat / render quirks, for the docs (system prompt, media placement, ...).
         sap_priors: SAP pixel priors (``complexity``, ``vision``) that read this family's
             pixels (:mod:`interventions._priors`); the noise priors work everywhere.

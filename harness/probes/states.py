@@ -24,7 +24,8 @@ class StateCapture:
 
     Attributes:
         inputs: layer → block input.
-        post_attn: layer → input + attention update (input of ``post_attention_layernorm``).
+        post_attn: layer → input + attention update (input of ``post_attention_layernorm``;
+            of ``pre_feedforward_layernorm`` in Gemma 2/3's sandwich-norm layers).
         post_ffn: layer → block output (input + attention + FFN).
         calls: Number of forwards seen (only the first is kept when ``first_call_only``).
     """
@@ -90,7 +91,10 @@ def capture_states(
             keep(cap.post_ffn, layer, output[0] if isinstance(output, tuple) else output)
 
         handles.append(block.register_forward_pre_hook(pre, with_kwargs=True))
-        handles.append(block.post_attention_layernorm.register_forward_pre_hook(mid))
+        # the norm whose input is the residual after attention: Gemma 2/3's sandwich layers
+        # norm the attention output itself in post_attention_layernorm
+        norm = getattr(block, "pre_feedforward_layernorm", None) or block.post_attention_layernorm
+        handles.append(norm.register_forward_pre_hook(mid))
         handles.append(block.register_forward_hook(post))
     try:
         yield cap

@@ -57,8 +57,11 @@ def tiny_text_inputs(
         left_pad: Optional number of left-padding tokens per row (pad id, mask 0).
 
     Returns:
-        ``{"input_ids": (batch, seq) long, "attention_mask": (batch, seq) long}``.
+        ``{"input_ids": (batch, seq) long, "attention_mask": (batch, seq) long}`` (and
+        ``token_type_ids`` zeros where the model takes them: Gemma 3, PaliGemma).
     """
+    import inspect
+
     import torch
 
     vocab = model.config.get_text_config().vocab_size
@@ -74,4 +77,9 @@ def tiny_text_inputs(
                 raise ValueError(f"left_pad[{row}]={n} must be in [0, {seq})")
             input_ids[row, :n] = pad_id
             attention_mask[row, :n] = 0
-    return {"input_ids": input_ids, "attention_mask": attention_mask}
+    out = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if "token_type_ids" in inspect.signature(model.forward).parameters:
+        # what Gemma 3's and PaliGemma's processors return for text (PaliGemma's prefix-LM
+        # reads the padding as prefix without them)
+        out["token_type_ids"] = torch.zeros_like(input_ids)
+    return out

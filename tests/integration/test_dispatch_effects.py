@@ -223,10 +223,14 @@ def test_capture_states_are_the_residual_stream(family):
     inp = inputs(model, seed=6)
     updates = {}
     layers = model.model.language_model.layers
+    # the attention's residual update: o_proj's output, or its post-norm in Gemma 2/3's
+    # sandwich layers (post_attention_layernorm before the residual add)
     handles = [
-        layer.self_attn.o_proj.register_forward_hook(
-            lambda _m, _a, out, i=i: updates.__setitem__(i, out)
-        )
+        (
+            layer.post_attention_layernorm
+            if hasattr(layer, "pre_feedforward_layernorm")
+            else layer.self_attn.o_proj
+        ).register_forward_hook(lambda _m, _a, out, i=i: updates.__setitem__(i, out))
         for i, layer in enumerate(layers)
     ]
     with torch.no_grad(), capture_states(model) as cap:

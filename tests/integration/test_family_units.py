@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import typing
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def test_recipe_builds_the_declared_class_and_its_real_processor(family):
     want = PROCESSOR_MAPPING_NAMES[model.config.model_type]
     assert want in [c.__name__ for c in type(processor).__mro__]
     for name in unit_of(family).visual_tokens:
-        assert isinstance(getattr(processor, name), int)
+        assert isinstance(attrgetter(name)(processor), int)
 
 
 @pytest.mark.parametrize("family", TINY)
@@ -108,6 +109,20 @@ def test_layout_kind_counts_the_released_processors_tokens(family):
     assert found.positions.tolist() == placeholders
     assert len(placeholders) == ROWS[family].tokens_640x480
     assert list(adapter.token_spans(request).visual) == placeholders
+
+
+@pytest.mark.parametrize("family", TINY)
+def test_prepared_inputs_run_the_probes_prefill(family):
+    """What ``prepare`` gives runs the prefill rank and diagnose make (no training labels)."""
+    from harness.testing.tiny import tiny_adapter
+
+    adapter = tiny_adapter(family)
+    request = Request("What is it?", images=(Image.new("RGB", (64, 48), (9, 9, 9)),))
+    inputs = adapter.prepare([request])
+    assert "labels" not in inputs
+    with torch.no_grad():
+        out = adapter.model(**inputs, use_cache=False, logits_to_keep=1)
+    assert out.logits.shape[:2] == (1, 1)
 
 
 def test_tiny_true_builds_the_recipe_at_real_geometry():

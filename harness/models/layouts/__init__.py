@@ -17,7 +17,7 @@ Kinds (each module documents the processors it replays):
 | kind (module) | families |
 |---|---|
 | :class:`GridTHW` (``grid_thw``) | Qwen2/2.5/3-VL (GLM-4.1V) |
-| :class:`FixedGrid` (``fixed_grid``) | LLaVA-1.5, the toy (PaliGemma, Gemma3) |
+| :class:`FixedGrid` (``fixed_grid``) | LLaVA-1.5, the toy, PaliGemma, Gemma3 |
 | :class:`Anyres` (``anyres``) | LLaVA-NeXT, LLaVA-OneVision |
 | :class:`Tiles` (``tiles``) | InternVL (Idefics3, SmolVLM, AyaVision) |
 | :class:`RowBreak` (``row_break``) | (Pixtral / Mistral3) |

@@ -9,8 +9,8 @@ Tokens are row-major, in feature order, at the image placeholder's positions; a 
 token (``vision_feature_select_strategy == "full"`` with ``num_additional_image_tokens``)
 comes first and has no footprint. Regions a center crop removes have no token.
 
-Families: LLaVA-1.5 (CLIP 336, resize short side + center crop), the toy (PaliGemma's squash
-to 224², Gemma3's squash to 896² with 4×4 pooling).
+Families: LLaVA-1.5 (CLIP 336, resize short side + center crop), the toy, PaliGemma (squash to
+224²), Gemma3 (squash to 896², 4×4 pooling).
 """
 
 from __future__ import annotations
