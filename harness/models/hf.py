@@ -281,6 +281,15 @@ class HFAdapter(ModelAdapter):
 
     def encode(self, requests: list[Request]) -> Any:
         """Processor output for a batch (left padded, CPU tensors)."""
+        if self.unit is not None and "video" not in self.unit.capabilities:
+            if any(r.video is not None for r in requests):
+                from harness.api.errors import UsageError
+
+                raise UsageError(
+                    f"model family {self.registry_name!r} takes no video (its unit's "
+                    f"capabilities: {', '.join(sorted(self.unit.capabilities))})",
+                    hint="run its image and document tasks, or a family with video",
+                )
         texts = [self.processor_text(r) for r in requests]
         images, videos, nested = [], [], []
         for request in requests:

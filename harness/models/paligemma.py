@@ -12,7 +12,8 @@ builds and headscope's dispatch honours (docs/attention_semantics.md).
 
 Boxes: PaliGemma writes detections as four ``<locYYYY>`` tokens, y1 x1 y2 x2 in 1024 bins
 (big_vision's PaliGemma README, "detect" prefix), which headscope's box parser does not read
-yet: the unit does not declare the ``boxes`` capability.
+yet: the unit does not declare the ``boxes`` capability. Video frames are shown as consecutive
+images (as for LLaVA-1.5; PaliGemma has no video path).
 """
 
 from __future__ import annotations
@@ -50,9 +51,12 @@ class PaliGemmaAdapter(HFAdapter):
             "yet, so no 'boxes' capability ([0, 1] fractions are read if written)"
         ),
         default_pretrained="google/paligemma-3b-mix-224",
-        capabilities=frozenset({"image", "pages"}),
+        capabilities=frozenset({"image", "video", "pages"}),
         video_as="images",
-        chat="no chat template: '<image>'×n '<bos>' prompt '\\n' (the processor's), prefix-LM",
+        chat=(
+            "no chat template: '<image>'×n '<bos>' prompt '\\n' (the processor's), prefix-LM; "
+            "video frames shown as images"
+        ),
         tiny=TinyRecipe(config=paligemma_config, processor=paligemma_processor),
     )
 

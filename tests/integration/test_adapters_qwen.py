@@ -15,10 +15,13 @@ from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.api.specs import ModelSpec  # noqa: E402
 from harness.attention.dispatch import ATTN_NAME  # noqa: E402
 from harness.models.hf import chat_messages, instruction_positions  # noqa: E402
-from harness.models.unit import unit_names  # noqa: E402
+from harness.models.qwen2_vl import QwenVLAdapter  # noqa: E402
+from harness.models.unit import unit_names, unit_of  # noqa: E402
 from harness.testing.tiny import build_tiny_model, tiny_adapter, tiny_processor  # noqa: E402
 
 FAMILIES = unit_names(tiny=True, kind="grid_thw")
+QWEN = tuple(f for f in FAMILIES if issubclass(MODEL_FAMILIES.get(f), QwenVLAdapter))
+"""The Qwen adapters (their resize record and budgets); GLM-4.1V shares only the layout."""
 _CACHE: dict[str, object] = {}
 
 
@@ -38,8 +41,9 @@ def clip(n: int = 4, seed: int = 0) -> Video:
     return Video(frames, tuple(range(0, 4 * n, 4)), fps=8.0)
 
 
-def requests() -> list[Request]:
-    return [
+def requests(family: str | None = None) -> list[Request]:
+    """Image, video, two images, two pages (no video for a family without it)."""
+    out = [
         Request(text="What is in the picture?", images=(noise(100, 70, 1),), max_new_tokens=6),
         Request(text="Describe the clip.", video=clip(), max_new_tokens=8),
         Request(
@@ -49,6 +53,9 @@ def requests() -> list[Request]:
             text="Read page two.", pages=(noise(80, 110, 4), noise(80, 110, 5)), max_new_tokens=5
         ),
     ]
+    if family is not None and "video" not in unit_of(family).capabilities:
+        out = [r for r in out if r.video is None]
+    return out
 
 
 def test_registered_with_conventions():
@@ -70,9 +77,10 @@ def test_forward_through_dispatch_matches_sdpa(family):
     assert ad.model.config.vision_config._attn_implementation == "sdpa"
     assert ad.geometry == geometry_of(ad.model)
     reference = build_tiny_model(family)  # same seed → same weights, plain sdpa
-    reqs = requests()[:2]
+    reqs = requests(family)[:2]
     inputs = ad.prepare(reqs)
-    assert "mm_token_type_ids" in inputs and "video_grid_thw" in inputs
+    assert "mm_token_type_ids" in inputs
+    assert ("video_grid_thw" in inputs) == ("video" in unit_of(family).capabilities)
     assert (inputs["attention_mask"][:, 0] == 0).any(), "batch should be left padded"
     with torch.no_grad():
         ours = ad.model(**inputs).logits
@@ -87,7 +95,7 @@ def test_forward_through_dispatch_matches_sdpa(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_batched_generate_equals_one_by_one(family):
     ad = adapter(family)
-    reqs = requests()
+    reqs = requests(family)
     batched = ad.generate(reqs)
     batched_ids = ad.last_output_ids
     for request, gen, ids in zip(reqs, batched, batched_ids):
@@ -103,7 +111,7 @@ def test_batched_generate_equals_one_by_one(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_instruction_positions_decode_to_the_question(family):
     ad = adapter(family)
-    for request in requests():
+    for request in requests(family):
         spans = ad.token_spans(request)
         ids = ad.encode([request])["input_ids"][0].tolist()
         assert spans.seq_len == len(ids)
@@ -128,7 +136,7 @@ def test_instruction_positions_reject_media_after_text():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_visual_positions_match_grids(family):
     ad = adapter(family)
-    for request in requests():
+    for request in requests(family):
         inputs = ad.encode([request])
         merge = 4
         expected = 0
@@ -154,7 +162,7 @@ def test_qwen2_5_seconds_per_grid_from_real_frame_gap():
     assert inputs["second_per_grid_ts"].tolist() == pytest.approx([2 * 4 / 8.0])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", QWEN)
 def test_resized_size_matches_processor(family):
     ad = adapter(family)
     patch = ad.processor.image_processor.patch_size
@@ -200,7 +208,7 @@ def test_load_from_local_dir_offline(tmp_path, monkeypatch):
     assert ad.settings()["pretrained"] == str(tmp_path)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", QWEN)
 def test_settings_record_pixel_budgets(family):
     settings = adapter(family).settings()
     cell = 32 if family == "qwen3_vl" else 28

@@ -223,14 +223,16 @@ def test_capture_states_are_the_residual_stream(family):
     inp = inputs(model, seed=6)
     updates = {}
     layers = model.model.language_model.layers
-    # the attention's residual update: o_proj's output, or its post-norm in Gemma 2/3's
-    # sandwich layers (post_attention_layernorm before the residual add)
+
+    # the attention's residual update: o_proj's output, or its post-norm before the residual
+    # add (Gemma 2/3's sandwich post_attention_layernorm, GLM-4's post_self_attn_layernorm)
+    def update_of(layer):
+        if hasattr(layer, "pre_feedforward_layernorm"):
+            return layer.post_attention_layernorm
+        return getattr(layer, "post_self_attn_layernorm", None) or layer.self_attn.o_proj
+
     handles = [
-        (
-            layer.post_attention_layernorm
-            if hasattr(layer, "pre_feedforward_layernorm")
-            else layer.self_attn.o_proj
-        ).register_forward_hook(lambda _m, _a, out, i=i: updates.__setitem__(i, out))
+        update_of(layer).register_forward_hook(lambda _m, _a, out, i=i: updates.__setitem__(i, out))
         for i, layer in enumerate(layers)
     ]
     with torch.no_grad(), capture_states(model) as cap:

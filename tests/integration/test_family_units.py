@@ -125,6 +125,17 @@ def test_prepared_inputs_run_the_probes_prefill(family):
     assert out.logits.shape[:2] == (1, 1)
 
 
+@pytest.mark.parametrize("family", [f for f in TINY if "video" not in unit_of(f).capabilities])
+def test_video_refused_without_the_capability(family):
+    from harness.api.payloads import Video
+    from harness.testing.tiny import tiny_adapter
+
+    frames = (Image.new("RGB", (64, 48)),) * 2
+    request = Request("What happens?", video=Video(frames, (0, 1), fps=1.0))
+    with pytest.raises(UsageError, match="takes no video"):
+        tiny_adapter(family).encode([request])
+
+
 def test_tiny_true_builds_the_recipe_at_real_geometry():
     adapter = load_adapter(ModelSpec("llava", args={"tiny": True}))
     model, _ = real("llava")

@@ -9,7 +9,7 @@ group is one grid of tokens; a token's source is its group's first frame
 (``(t, h, w)`` in patches), never guessed; ``patch_size``, ``merge_size`` and
 ``temporal_patch_size`` from the loaded image / video processors.
 
-Families: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (and GLM-4.1V, whose processor has the same outputs).
+Families: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V (whose processor has the same outputs).
 """
 
 from __future__ import annotations
