@@ -10,6 +10,9 @@ Inputs are bench files read by :class:`harness.schema.bench.BenchDocument` (tagg
   Optional measurements shown when present: ``kept_fraction`` (heads actually kept),
   ``sdpa_ms``, ``dispatch_overhead`` (empty-plan dispatch vs plain sdpa) and
   ``speedup_cpu_time``.
+- ``bench decode``: rows ``{"length", "keep", "kv_dense_bytes", "kv_stream_bytes",
+  "kv_ratio", "tpot_dense_ms", "tpot_stream_ms", ...}`` (:mod:`harness.bench.decode`);
+  ``tokens_equal`` is a measurement, not a setting.
 - ``bench ram``: rows ``{"length", "probe_peak_mb", "eager_peak_mb", "mem_ratio",
   "probe_ms", "eager_ms", "time_ratio", ...}``; ``eager_*`` are ``null`` where eager
   attention could not run; missing ratios are computed when both sides exist.
@@ -39,6 +42,7 @@ __all__ = [
     "SETTING_KEYS",
     "HYBRID_COLUMNS",
     "RAM_COLUMNS",
+    "DECODE_COLUMNS",
 ]
 
 HYBRID_COLUMNS = ("length", "keep", "window", "dense_ms", "hybrid_ms", "speedup", "bound")
@@ -51,6 +55,27 @@ RAM_COLUMNS = (
     "eager_ms",
     "time_ratio",
 )
+DECODE_COLUMNS = (
+    "length",
+    "keep",
+    "kv_dense_bytes",
+    "kv_stream_bytes",
+    "tpot_dense_ms",
+    "tpot_stream_ms",
+    "kv_ratio",
+    "kv_kept_fraction",
+    "peak_dense_bytes",
+    "peak_stream_bytes",
+    "tpot_speedup",
+    "bound_speedup",
+    "bound_speedup_real",
+    "ttft_dense_ms",
+    "ttft_stream_ms",
+    "max_logit_diff",
+    "sink",
+    "recent",
+)
+_MEASURED_FLAGS = ("tokens_equal",)
 #: Row keys that are settings of a bench run even when numeric.
 SETTING_KEYS = (
     "geometry",
@@ -82,7 +107,7 @@ class BenchFile:
 
     Attributes:
         path: Where it was read from.
-        kind: ``hybrid`` or ``ram``.
+        kind: ``hybrid``, ``ram`` or ``decode``.
         rows: The rows as read (settings and measurements).
         models: Each row's model identity (None when the file names none).
         configs: Each row's flat settings (never measurements).
@@ -122,8 +147,9 @@ def parse_bench(bench: BenchDocument, path: str | Path) -> BenchFile:
         leaderboards.sources.MergeError: A row lacks a required field.
     """
     path, kind = Path(path), bench.kind
-    known = HYBRID_COLUMNS if kind == "hybrid" else RAM_COLUMNS
-    required = (*HYBRID_COLUMNS[:5], "bound") if kind == "hybrid" else known[:2]
+    known = {"hybrid": HYBRID_COLUMNS, "decode": DECODE_COLUMNS}.get(kind, RAM_COLUMNS)
+    required = {"hybrid": (*HYBRID_COLUMNS[:5], "bound"), "decode": DECODE_COLUMNS[:6]}
+    required = required.get(kind, known[:2])
     top = combine(model_settings(bench.model), flatten(bench.settings))
     rows, models, configs, displays = [], [], [], []
     for i, row in enumerate(bench.rows):
@@ -135,7 +161,9 @@ def parse_bench(bench: BenchDocument, path: str | Path) -> BenchFile:
             shown = {k: row[k] for k in bad}
             raise MergeError(f"{path}: bench {kind} row {i}: {shown} must be finite numbers")
         extra = {
-            k: v for k, v in row.items() if k not in known and k != "model" and is_setting(k, v)
+            k: v
+            for k, v in row.items()
+            if k not in known and k not in _MEASURED_FLAGS and k != "model" and is_setting(k, v)
         }
         rows.append(dict(row))
         row_model = row.get("model", bench.model)

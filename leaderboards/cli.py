@@ -152,6 +152,10 @@ def build_tables(
         tables.append(speedup.speedup_table(sources.bench_hybrid, sources.runs))
     if sources.bench_ram:
         tables.append(speedup.memory_table(sources.bench_ram))
+    if sources.bench_decode:
+        from leaderboards.decode import decode_table
+
+        tables.append(decode_table(sources.bench_decode))
     if sources.rankings:
         tables.append(spearman.spearman_table(sources.rankings, n_boot=n_boot))
         tables.append(spearman.universal_table(sources.rankings, k=universal_k))

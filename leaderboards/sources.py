@@ -103,6 +103,7 @@ class Sources:
     rankings: list[RankingFile] = field(default_factory=list)
     bench_hybrid: list[Any] = field(default_factory=list)  # leaderboards.bench.BenchFile
     bench_ram: list[Any] = field(default_factory=list)
+    bench_decode: list[Any] = field(default_factory=list)
     diagnostics: list[Any] = field(default_factory=list)
     head_sets: list[HeadSetFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -110,11 +111,11 @@ class Sources:
     def empty(self) -> bool:
         """True when no input of any kind was found."""
         kinds = (self.runs, self.rankings, self.bench_hybrid, self.bench_ram, self.diagnostics)
-        kinds += (self.head_sets,)
+        kinds += (self.head_sets, self.bench_decode)
         return not any(kinds)
 
 
-SHOWN_BENCH_KINDS = ("hybrid", "ram")
+SHOWN_BENCH_KINDS = ("hybrid", "ram", "decode")
 """Bench kinds the leaderboard has tables for."""
 
 
@@ -316,7 +317,7 @@ def _json_like(file: Path) -> bool:
 
 #: File names headscope writes: one of these that does not parse is an error, not a skip.
 OWN_FILES = ("results.json", "ranking.json", "spearman.json", "summary.json",
-             "bench_hybrid.json", "run_spec.json", "diagnostics_paper.json",
+             "bench_hybrid.json", "bench_decode.json", "run_spec.json", "diagnostics_paper.json",
              "diagnostics_code.json")  # fmt: skip
 
 

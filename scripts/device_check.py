@@ -15,6 +15,9 @@ keep 0.05, W = 1024):
   masks                 bench masks: 20 samples of 8K-64K tokens, flex
   ttft_qwen3_vl_4b      bench ttft, 128 frames of 448 px (then the same for Qwen2.5-VL-7B and
                         LLaVA-OneVision-7B when time is left)
+  decode                bench decode at Qwen3-VL-4B's real widths (36 layers, 32 heads, 8 KV,
+                        d_h 128, hidden 2560, FFN 9728): 8K/32K/128K, keep 0.2/0.05 of the KV
+                        groups, sink 64 + recent 256, TTFT up to 32K
   attention_chunked     bench hybrid --scope attention, 32K/128K, chunked (the CPU kernel)
 """
 
@@ -47,6 +50,9 @@ STAGES: dict[str, tuple[int, int, list[str]]] = {
                        "--kernel", "flex", "--json"]),
     "ttft_qwen3_vl_4b": (50, 90, ["-m", "harness", "bench", "ttft", "--model", "qwen3_vl_4b",
                                   *TTFT]),
+    "decode": (60, 120, ["-m", "harness", "bench", "decode", *GEO, "--head-dim", "128",
+                         "--hidden", "2560", "--ffn", "9728", "--lengths", "8192,32768,131072",
+                         "--keep", "0.2,0.05", "--ttft-max", "32768", "--json"]),
     "attention_chunked": (30, 50, ["-m", "harness", "bench", "hybrid", *GEO, *HYBRID,
                                    "--scope", "attention", "--lengths", "32768,131072",
                                    "--kernel", "chunked", "--json"]),

@@ -4,7 +4,8 @@
 ``bench masks`` → :func:`harness.bench.mask_cost.main`;
 ``bench ram`` → :func:`harness.bench.ram_probe.main`;
 ``bench adaptive`` → :func:`harness.bench.adaptive.main`;
-``bench ttft`` → :func:`harness.bench.ttft.main`.
+``bench ttft`` → :func:`harness.bench.ttft.main`;
+``bench decode`` → :func:`harness.bench.decode.main`.
 Every flag after the benchmark's name is passed on unchanged (``headscope bench ram --help``
 lists them, under the benchmark's docstring as plain prose). Light at import: argparse only.
 """
@@ -18,6 +19,7 @@ __all__ = ["BENCHES", "SUMMARY", "add_arguments", "run"]
 
 BENCHES = {
     "adaptive": "harness.bench.adaptive",
+    "decode": "harness.bench.decode",
     "hybrid": "harness.bench.hybrid",
     "masks": "harness.bench.mask_cost",
     "ram": "harness.bench.ram_probe",
@@ -27,6 +29,7 @@ BENCHES = {
 #: What each benchmark measures, for ``headscope --help`` (one entry per benchmark; a test).
 SUMMARY = {
     "adaptive": "adaptive routing's cost",
+    "decode": "KV memory and decode speed, dense vs streamed KV",
     "hybrid": "prefill speed, dense vs hybrid",
     "masks": "FlexAttention block-mask cost",
     "ram": "RAM probe vs eager attention",

@@ -9,8 +9,9 @@ output directory:
    ablation at a few k (random: several seeded draws), SAP, and hybrid attention at a
    few keep fractions, static (the ranking's top heads) and input-adaptive
    (``select=adaptive``, same keep; budgets spread evenly, and from the ranking's per-layer
-   counts);
+   counts), and beside each static hybrid cell a streamed-decode one (``decode=stream``);
 3. ``bench_hybrid.json`` — dense vs hybrid prefill timing with the FLOP-model bound;
+   ``bench_decode.json`` — dense vs streamed KV decoding (KV bytes, peak memory, TPOT);
 4. ``diagnose/`` — eRank / RID / TME / MixIG per layer and module;
 5. ``leaderboards/`` — every table (md, csv, json, latex) and figure.
 
@@ -85,6 +86,7 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     from harness.run.stages import (
         StageTimings,
         bench_stage,
+        decode_bench_stage,
         maps_stage,
         scaled_window,
         task_lengths,
@@ -154,6 +156,10 @@ def _stages(model_spec: Any, cfg: ProtocolConfig, out: Path) -> dict[str, Any]:
     with clock.stage("bench_s", done_before=bench_path.exists()):
         if not bench_path.exists():
             bench_stage(cfg, bench_path, adapter, lengths, window)
+    decode_path = out / "bench_decode.json"
+    with clock.stage("bench_decode_s", done_before=decode_path.exists()):
+        if not decode_path.exists():
+            decode_bench_stage(cfg, decode_path, adapter)
 
     _stage("4/5 module diagnostics (eRank / RID / TME / MixIG)")
     diag_done = diagnose_done(out / "diagnose", figures=cfg.figures)

@@ -69,6 +69,7 @@ MAIN_JOB_ENTRIES = (
     "rank",
     "accuracy",
     "bench_hybrid.json",
+    "bench_decode.json",
     "diagnose",
     "leaderboards",
     "summary.json",

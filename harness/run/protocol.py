@@ -49,6 +49,11 @@ class ProtocolConfig:
         hybrid_window: Window of the other heads (tokens); None: ``hybrid_window_fraction``
             of the median of the tasks' median prompt lengths (measured, recorded).
         hybrid_window_fraction: See ``hybrid_window``.
+        hybrid_stream: ``(sink, recent)`` of a streamed-decode hybrid cell beside each static
+            hybrid cell (``decode=stream``: the KV groups without a kept head keep sink +
+            recent tokens in decode); None: no such cells. The toy's (4, 16) is shorter than
+            every mini task's prompt (≥ 30 tokens), so streaming drops prompt tokens.
+        decode_lengths: Context lengths of the decode bench (``bench_decode.json``).
         sap: SAP intervention arguments (one setting).
         bench_lengths: Context lengths for the prefill benchmark (attention only); None: the
             tasks' median prompt lengths.
@@ -78,6 +83,8 @@ class ProtocolConfig:
     hybrid_keep: tuple[float, ...] = (0.1, 0.25)
     hybrid_window: int | None = 24
     hybrid_window_fraction: float = 0.25
+    hybrid_stream: tuple[int, int] | None = (4, 16)
+    decode_lengths: tuple[int, ...] = (1024, 4096)
     sap: dict[str, Any] = field(
         default_factory=lambda: {"prior": "complexity", "semantics": "distribution", "lam": 1.0}
     )
@@ -133,6 +140,8 @@ def real_model_defaults() -> dict[str, Any]:
     """
     return {
         "hybrid_window": None,
+        "hybrid_stream": (64, 256),
+        "decode_lengths": (8192, 32768),
         "bench_geometry": None,
         "bench_lengths": None,
         "bench_window": None,
@@ -177,6 +186,10 @@ def grid_interventions(cfg: ProtocolConfig, ranking: Path, window: int) -> list[
     for keep in cfg.hybrid_keep:
         args = {"keep": keep, "window": window, "ranking": str(ranking)}
         specs.append(InterventionSpec("hybrid", args))
+        if cfg.hybrid_stream is not None:  # the same prefill, streamed KV in decode
+            sink, recent = cfg.hybrid_stream
+            stream = {**args, "decode": "stream", "sink": sink, "recent": recent}
+            specs.append(InterventionSpec("hybrid", stream))
         # Input-adaptive routing at the same keep fraction: no ranking (issue 22), and with
         # the ranking's per-layer counts as the layers' budgets.
         adaptive = {"select": "adaptive", "keep": keep, "window": window}

@@ -246,6 +246,30 @@ def bench_stage(cfg: Any, path: Path, adapter: Any, lengths: dict, window: int) 
     write_json_atomic(path, bench_document("hybrid", rows))
 
 
+def decode_bench_stage(cfg: Any, path: Path, adapter: Any) -> None:
+    """Dense vs streamed decoding rows (``bench_decode.json``): KV bytes, peak memory, TPOT.
+
+    The toy's bench geometry (or, with ``bench_geometry=None``, the model's own layer, head
+    and KV-group counts at tiny widths, on its device and dtype), at ``decode_lengths``,
+    keeping each ``hybrid_keep`` fraction of the KV groups, with the streamed cells' sink +
+    recent.
+    """
+    from harness.bench.decode import decode_document, run_bench
+    from harness.schema.results import write_json_atomic
+
+    where: dict[str, Any] = {}
+    geometry: Any = cfg.bench_geometry
+    if geometry is None:
+        param = next(adapter.model.parameters())
+        geometry = adapter.geometry
+        where = {"device": str(param.device), "dtype": str(param.dtype).removeprefix("torch.")}
+    sink, recent = cfg.hybrid_stream or (64, 256)
+    rows = run_bench(geometry=geometry, lengths=cfg.decode_lengths, keeps=cfg.hybrid_keep,
+                     sink=sink, recent=recent, new_tokens=4, repeats=2,
+                     ttft_max=min(cfg.decode_lengths), seed=cfg.seed, **where)  # fmt: skip
+    write_json_atomic(path, decode_document(rows))
+
+
 def maps_stage(adapter: Any, rank_specs: list[Any], rank_dir: Path, cfg: Any) -> None:
     """Stage 1's attention maps (``rank_dir/maps.json``), kept on resume when still current."""
     from harness.probes.maps import MapsConfig, maps_unsupported, supports_maps, write_maps

@@ -39,7 +39,7 @@ __all__ = [
     "is_bench_tag",
 ]
 
-BENCH_KINDS = ("hybrid", "ram", "masks", "adaptive", "ttft")
+BENCH_KINDS = ("hybrid", "ram", "masks", "adaptive", "ttft", "decode")
 BENCH_VERSION = 1
 LEGACY_KINDS = ("hybrid", "ram")
 """Kinds whose untagged files (``{"bench": kind, "rows": ...}``) older headscope wrote."""

@@ -17,5 +17,6 @@ class SmallConfig(main_job.ProtocolConfig):
     bench_lengths: tuple = (64,)
     bench_window: int = 16
     bench_geometry: str = "tiny"
+    decode_lengths: tuple = (128,)
     n_diagnose: int = 1
     batch_size: int = 4

@@ -55,6 +55,15 @@ def test_run_with_tasks_runs_the_whole_protocol(toy_job):
     budgets = {e["intervention_spec"]["args"].get("layer_budget") for e in results["entries"]
                if e["intervention_spec"]["name"] == "hybrid"}  # fmt: skip
     assert budgets == {None, "ranking"}  # static and even-adaptive rows, and the ranked one
+    streamed = [e for e in results["entries"] if e["intervention_spec"]["args"].get("decode")]
+    assert {e["intervention_spec"]["args"]["decode"] for e in streamed} == {"stream"}
+    for e in streamed:  # beside the prefill-only cell; recorded what it keeps
+        resolved = e["intervention_resolved"]
+        assert 0 < resolved["kv_kept_fraction"] < 1 and resolved["recent"] == 16
+    decode = json.loads((out / "bench_decode.json").read_text())
+    assert decode["schema"] == "headscope.bench_decode"
+    assert all(r["max_logit_diff"] <= 1e-5 and r["kv_ratio"] > 1 for r in decode["rows"])
+    assert "Decoding with streamed KV" in (out / "leaderboards" / "leaderboard.md").read_text()
     assert all(e["n_samples"] == 2 for e in results["entries"])
     ranking = json.loads((out / "rank" / "ranking.json").read_text())
     assert "refcocog_mini" in json.dumps(ranking) and "pope_mini" not in ranking.get("tasks", {})
