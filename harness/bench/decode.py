@@ -263,7 +263,7 @@ def run_bench(
             ref_logits = _decode(model, ref, n, feed, seed, device)[0]
             (d_log, _, d_kv, _), (s_log, _, s_kv, _) = got["dense"][0], got["stream"][0]
             tpot = {k: statistics.median(t for r in v for t in r[1][1:]) for k, v in got.items()}
-            peak = {k: max((r[3] or 0) for r in v) or None for k, v in got.items()}
+            peak = {k: _most(r[3] for r in v) for k, v in got.items()}
             ttft = {"dense": None, "stream": None}
             if n <= ttft_max:
                 ttft = {
@@ -300,6 +300,11 @@ def run_bench(
                 },
             })  # fmt: skip
     return rows
+
+
+def _most(values: Any) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 def _fractions(text: str) -> tuple[float, ...]:

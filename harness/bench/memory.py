@@ -3,7 +3,9 @@
 :func:`peak_reset` resets the counter and returns the level at that moment;
 :func:`peak_since` returns the peak since then above that level. On CPU the resident set is
 read from ``/proc/self/status`` (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``);
-elsewhere both return None.
+elsewhere both return None. So that freed tensors leave the resident set (and a later peak is
+not hidden in reused heap), large allocations are made with ``mmap`` (glibc's
+``M_MMAP_THRESHOLD`` set to 64 KiB on the first reset) and the heap is trimmed before each reset.
 """
 
 from __future__ import annotations
@@ -22,6 +24,23 @@ def _rss(field: str) -> int | None:
     return None
 
 
+_STATE = {"mallopt": False}
+
+
+def _return_freed_memory() -> None:
+    """Large blocks by mmap (returned on free) and the heap trimmed now (glibc only)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        if not _STATE["mallopt"]:
+            libc.mallopt(-3, 64 * 1024)  # M_MMAP_THRESHOLD
+            _STATE["mallopt"] = True
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def peak_reset(device: str) -> int | None:
     """Reset the peak memory counter; return the current level (peaks are reported above it)."""
     import torch
@@ -29,6 +48,7 @@ def peak_reset(device: str) -> int | None:
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
         return int(torch.cuda.memory_allocated())
+    _return_freed_memory()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # Linux: VmHWM := VmRSS
