@@ -233,11 +233,9 @@ class Hybrid(Intervention):
 
     def _stream(self, adapter: Any, geometry: Any, windowed: list, win: Any, info: dict) -> Any:
         """The streamed-decode plan; adds what it keeps to ``info``."""
-        from harness.api.anatomy import layer_kinds
-        from harness.attention.stream_cache import stream_plan
+        from harness.attention.stream_cache import stream_plan, streamable_layers
 
-        kinds = layer_kinds(adapter.model)
-        full_layers = {i for i, k in enumerate(kinds) if k.kind == "full_attention"}
+        full_layers = streamable_layers(adapter.model)
         full = set(geometry.all_heads()) - set(windowed)
         reference = self.decode == "stream_reference"
         opts = {"sink": self.sink, "recent": self.recent, "reference": reference}

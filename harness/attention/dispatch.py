@@ -121,6 +121,7 @@ def headscope_attention(
     attention_mask = explicit_mask(module, attention_mask, query, key, kwargs.get("is_causal"))
     if bound is not None and attention_mask is not None and bound.pending is not None:
         attention_mask = attention_mask[..., : key.shape[2]]  # a static cache's prefill mask
+    key, value, attention_mask = _unfilled_dropped(query, key, value, attention_mask)
 
     return run_layer_plan(
         module,
@@ -135,6 +136,21 @@ def headscope_attention(
         window_kernel=_state["window_kernel"],
         stream_layer=bound,
     )
+
+
+def _unfilled_dropped(query: Any, key: Any, value: Any, mask: Any) -> tuple:
+    """K/V and mask without a static cache's not yet filled slots (trailing keys no row sees).
+
+    Plans read a query's position as ``S_kv - S_q``; a static cache passes its whole buffer,
+    so the keys after the last one the mask allows are dropped first. A dynamic cache's last
+    key is the newest token, which its row sees: nothing changes.
+    """
+    if mask is None or mask.shape[-1] != key.shape[2] or key.shape[2] <= query.shape[2]:
+        return key, value, mask
+    if mask.is_meta or bool(mask[..., -1].any()):
+        return key, value, mask
+    used = int(mask.any(dim=2)[:, 0].any(dim=0).nonzero().max()) + 1
+    return key[:, :, :used], value[:, :, :used], mask[..., :used]
 
 
 def ensure_registered() -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "kv_bytes",
     "stream_cache",
     "stream_plan",
+    "streamable_layers",
 ]
 
 
@@ -274,6 +275,16 @@ def stream_plan(
         "streamed_layers": streamed_layers,
     }
     return Plan(per), info
+
+
+def streamable_layers(model: Any) -> set[int]:
+    """Decoder layers that may stream: the full-attention ones.
+
+    The model's own sliding layers keep transformers' cache; linear-attention layers have no KV.
+    """
+    from harness.api.anatomy import layer_kinds
+
+    return {i for i, k in enumerate(layer_kinds(model)) if k.kind == "full_attention"}
 
 
 def kv_bytes(cache: Any) -> int:
