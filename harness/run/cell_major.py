@@ -14,13 +14,8 @@ from typing import Any
 
 from harness.api.specs import RunSpec
 from harness.api.task import BadDoc, SampleError, Task
-from harness.run.sample_major import (
-    CellRun,
-    bad_doc_error,
-    done_ids,
-    log_generations,
-    scoring_context,
-)
+from harness.run.batches import bad_doc_error
+from harness.run.sample_major import CellRun, done_ids, log_generations, scoring_context
 
 __all__ = ["run_cell"]
 

@@ -104,6 +104,7 @@ def run_grid(
     shard: tuple[int, int] | None = None,
     order: str = "sample",
     check_vision_reuse: bool = False,
+    prefetch: bool = True,
 ) -> RunResults | None:
     """Run the grid described by ``spec`` and write its results.
 
@@ -118,6 +119,8 @@ def run_grid(
         check_vision_reuse: (sample-major) recompute every vision pass that would be reused
             and fail, naming the intervention, unless it is bit-identical; recorded in the
             settings.
+        prefetch: (sample-major) read and process the next batch in a background thread while
+            the model runs the current one (:mod:`harness.run.batches`); same outputs.
 
     Returns:
         The run's :class:`RunResults` (also saved to ``OUTPUT/results.json``) on
@@ -198,6 +201,7 @@ def run_grid(
                 (rank, world),
                 order,
                 check_vision_reuse,
+                prefetch,
             )
     finally:
         if lock is not None:
@@ -215,6 +219,7 @@ def _run(
     shard: tuple[int, int],
     order: str,
     check_vision_reuse: bool = False,
+    prefetch: bool = True,
 ) -> RunResults | None:
     from harness.run.provenance import collect_provenance
 
@@ -249,7 +254,18 @@ def _run(
                 run_cell(task, docs, cell, adapter, spec, f"{tspec.name} × {cell.label}", shard)
         else:
             first = ready.pop(id(task), {})
-            run_task(task, docs, cells, adapter, spec, shard, tspec.name, first, check_vision_reuse)
+            run_task(
+                task,
+                docs,
+                cells,
+                adapter,
+                spec,
+                shard,
+                tspec.name,
+                first,
+                check_vision_reuse,
+                prefetch,
+            )
         for (ispec, _), cell in zip(interventions, cells, strict=True):
             entry = _entry(tspec, task, ispec, cell, docs, adapter, spec, before, out, shard)
             if entry is not None:

@@ -10,11 +10,14 @@ generation, exactly as the cell-major reference does, so resume, per-cell files,
 ``--skip-bad-docs`` and sharding behave the same; on a fresh run every cell sees the same
 batches as cell-major does, hence the same outputs.
 
-At most one batch's requests, inputs and vision features are held at a time.
+While the cells run on one batch, the next batch is read and processed in the background
+(:mod:`harness.run.batches`), so at most two batches' requests and inputs, and one batch's
+vision features, are held at a time.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -22,10 +25,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.api.task import BadDataError, BadDoc, SampleError, ScoringContext, Task
+from harness.api.task import ScoringContext, Task
+from harness.run.batches import Prefetcher, Prepared, prepare_batch, takes_inputs
 from harness.schema.samples import SampleLog, unique_rows
 
-__all__ = ["CellRun", "done_ids", "scoring_context", "log_generations", "bad_doc_error", "run_task"]
+__all__ = ["CellRun", "done_ids", "scoring_context", "log_generations", "run_task"]
 
 #: Cells run in this order inside a batch: a cell that reads the vision pass computes it for
 #: the ones after it; a cell that changes it, or does not declare, comes last (its pass is
@@ -109,14 +113,6 @@ def scoring_context(adapter: Any, seed: int) -> ScoringContext:
     )
 
 
-def bad_doc_error(task: Task, doc: Any, exc: Exception) -> BadDataError:
-    """The error that stops a run at a bad document (without ``--skip-bad-docs``)."""
-    return BadDataError(
-        f"task {task.registry_name!r}, doc {doc.doc_id!r}: {exc}; {BadDataError.FIX} "
-        "(samples already scored are kept)"
-    )
-
-
 def log_generations(
     task: Task,
     batch: Sequence[Any],
@@ -194,6 +190,7 @@ def run_task(
     name: str,
     ready: dict[Any, Any] | None = None,
     check_vision_reuse: bool = False,
+    prefetch: bool = True,
 ) -> None:
     """Evaluate every cell of one task, batch by batch (see the module docstring).
 
@@ -208,9 +205,10 @@ def run_task(
         ready: Requests already built (preflight's first document), by doc id; used once.
         check_vision_reuse: Recompute every reused vision pass and fail on a difference
             (:class:`~harness.models.vision_memo.VisionMemo`).
+        prefetch: Prepare the next batch in the background while the cells run
+            (:class:`~harness.run.batches.Prefetcher`); False: each when its turn comes.
     """
     from harness.api.progress import Progress
-    from harness.attention.dispatch import window_kernels_used
 
     rank, world = shard
     mine = [d for i, d in enumerate(docs) if i % world == rank]
@@ -219,8 +217,6 @@ def run_task(
     done = [done_ids(c.log, spec.skip_bad_docs) for c in cells]
     pending = [d for d in mine if any(d.doc_id not in ids for ids in done)]
     order = sorted(range(len(cells)), key=lambda k: _VISION_ORDER[_vision_use(cells[k])])
-    ctx = scoring_context(adapter, spec.seed)
-    sharing = _takes_inputs(adapter)
     left = sum(1 for d in mine for ids in done if d.doc_id not in ids)
     total = len(docs) * len(cells)
     # a terminal shows one bar for the task; a log gets one line per cell when the task ends
@@ -231,80 +227,109 @@ def run_task(
         lines.append(
             Progress(len(docs), f"{name} × {cell.label}", initial=len(docs) - todo, bar=False)
         )
+    prepare = functools.partial(
+        prepare_batch,
+        task,
+        adapter=adapter,
+        sharing=takes_inputs(adapter),
+        skip_bad_docs=spec.skip_bad_docs,
+        ready=ready,
+    )
+    size = spec.batch_size
+    chunks = [pending[s : s + size] for s in range(0, len(pending), size)]
     try:
-        for start in range(0, len(pending), spec.batch_size):
-            t0 = time.perf_counter()
-            batch, requests = [], []
-            for doc in pending[start : start + spec.batch_size]:
-                try:
-                    if isinstance(doc, BadDoc):
-                        raise SampleError(doc.reason)
-                    made = ready.pop(doc.doc_id, None) if ready else None
-                    requests.append(made if made is not None else task.request(doc))
-                    batch.append(doc)
-                except SampleError as exc:
-                    if not spec.skip_bad_docs:
-                        raise bad_doc_error(task, doc, exc) from None
+        with Prefetcher(prepare, chunks, enabled=prefetch) as prepared:
+            for batch in prepared:
+                for doc, exc in batch.skipped:  # logged when taken, as before prefetch
                     for cell, ids, line in zip(cells, done, lines, strict=True):
                         if doc.doc_id not in ids:
                             cell.log.append({"doc_id": doc.doc_id, "skipped": str(exc)})
                             cell.counters["skipped"] += 1
                             line.update(1)
                             bar.update(1)
-            if not batch:
-                continue
-            extras = [task.sample_log(doc) for doc in batch]
-            shared = adapter.shared_inputs(requests) if sharing else None
-            inputs_ms = (time.perf_counter() - t0) * 1000.0 / len(batch)
-            reuse = getattr(adapter, "reuse_vision", None)
-            if not _may_reuse(cells, done, batch):  # one sharing cell: the memo only costs
-                reuse = None
-            kw = {"check": True} if check_vision_reuse else {}  # an adapter's own may lack it
-            with reuse(**kw) if reuse is not None else nullcontext() as memo:
-                for k in order:
-                    cell, ids = cells[k], done[k]
-                    keep = [i for i, d in enumerate(batch) if d.doc_id not in ids]
-                    if not keep:
-                        continue
-                    sub = [batch[i] for i in keep]
-                    reqs = [requests[i] for i in keep]
-                    extra = [extras[i] for i in keep]
-                    inputs = shared if len(keep) == len(batch) else None  # a resumed cell
-                    window_kernels_used(reset=True)
-                    use = _vision_use(cell)
-                    cell.check()
-                    with cell.interv.attach(adapter) as resolved:
-                        cell.check()  # the files it read named this cell's log
-                        with memo.using(use, cell.label) if memo is not None else nullcontext():
-                            t1 = time.perf_counter()
-                            if inputs is None:
-                                gens = adapter.generate(reqs)
-                            else:
-                                gens = adapter.generate(reqs, inputs=inputs)
-                            batch_ms = (time.perf_counter() - t1) * 1000.0
-                    kernels = window_kernels_used(reset=True)
-                    log_generations(
+                if batch.docs:
+                    progress = [*lines, bar]
+                    _run_cells(
+                        batch,
                         task,
-                        sub,
-                        reqs,
-                        gens,
-                        batch_ms,
-                        cell.log,
-                        ctx,
-                        spec.predict_only,
-                        inputs_ms,
-                        extra,
+                        cells,
+                        done,
+                        order,
+                        adapter,
+                        spec,
+                        progress,
+                        check_vision_reuse,
                     )
-                    cell.commit(sub, resolved, kernels)
-                    cell.counters["generated"] += len(sub)
-                    lines[k].update(len(sub))
-                    bar.update(len(sub))
     finally:
         bar.close()
         for line in lines:
             line.close()
         for cell in cells:  # what a crash of the machine could still lose
             cell.sync()
+
+
+def _run_cells(
+    batch: Prepared,
+    task: Task,
+    cells: list[CellRun],
+    done: list[set[Any]],
+    order: list[int],
+    adapter: Any,
+    spec: Any,
+    progress: list[Any],
+    check_vision_reuse: bool,
+) -> None:
+    """Every cell that lacks some of ``batch``'s documents generates on them and logs them.
+
+    ``progress``: each cell's progress line, then the task's bar.
+    """
+    from harness.attention.dispatch import window_kernels_used
+
+    ctx = scoring_context(adapter, spec.seed)
+    docs = batch.docs
+    reuse = getattr(adapter, "reuse_vision", None)
+    if not _may_reuse(cells, done, docs):  # one sharing cell: the memo only costs
+        reuse = None
+    kw = {"check": True} if check_vision_reuse else {}  # an adapter's own may lack it
+    with reuse(**kw) if reuse is not None else nullcontext() as memo:
+        for k in order:
+            cell, ids = cells[k], done[k]
+            keep = [i for i, d in enumerate(docs) if d.doc_id not in ids]
+            if not keep:
+                continue
+            sub = [docs[i] for i in keep]
+            reqs = [batch.requests[i] for i in keep]
+            extra = [batch.extras[i] for i in keep]
+            inputs = batch.inputs if len(keep) == len(docs) else None  # a resumed cell
+            window_kernels_used(reset=True)
+            use = _vision_use(cell)
+            cell.check()
+            with cell.interv.attach(adapter) as resolved:
+                cell.check()  # the files it read named this cell's log
+                with memo.using(use, cell.label) if memo is not None else nullcontext():
+                    t1 = time.perf_counter()
+                    if inputs is None:
+                        gens = adapter.generate(reqs)
+                    else:
+                        gens = adapter.generate(reqs, inputs=inputs)
+                    batch_ms = (time.perf_counter() - t1) * 1000.0
+            kernels = window_kernels_used(reset=True)
+            log_generations(
+                task,
+                sub,
+                reqs,
+                gens,
+                batch_ms,
+                cell.log,
+                ctx,
+                spec.predict_only,
+                batch.inputs_ms,
+                extra,
+            )
+            cell.commit(sub, resolved, kernels)
+            cell.counters["generated"] += len(sub)
+            progress[k].update(len(sub))
+            progress[-1].update(len(sub))
 
 
 def _may_reuse(cells: list[CellRun], done: list[set[Any]], batch: list[Any]) -> bool:
@@ -331,18 +356,3 @@ def _vision_use(cell: CellRun) -> str | None:
             hint="return 'none', 'reads' or 'writes', or do not override it",
         )
     return use
-
-
-def _takes_inputs(adapter: Any) -> bool:
-    """Whether ``adapter`` builds shared inputs and its ``generate`` takes them.
-
-    An adapter that overrides ``generate(requests)`` alone builds its own inputs, as before.
-    """
-    import inspect
-
-    if getattr(adapter, "shared_inputs", None) is None:
-        return False
-    try:
-        return "inputs" in inspect.signature(adapter.generate).parameters
-    except (TypeError, ValueError):
-        return False
