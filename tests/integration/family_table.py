@@ -88,6 +88,15 @@ ROWS: dict[str, Row] = {
         [((100, 700), [(25, 300, 50, 350), (0, 200, 50, 250), (3, 639, 25, 649)])],
         {"image_tokens": (4, 1280)},
     ),
+    "mistral3": Row(
+        414,  # fits 1540²: kept; sides rounded up to 28 px: 644×504, 23×18 [IMG] (+ 18 breaks)
+        # 640/644 and 480/504 are not whole ratios: boxes across the first cell edges and at
+        # the far corner; a size shrunk to fit 1540 then rounded up (2000×1000 → 1540×770)
+        [
+            ((640, 480), [(26, 25, 29, 28), (27, 26, 28, 27), (639, 479, 640, 480)]),
+            ((2000, 1000), [(35, 35, 37, 37), (1990, 990, 2000, 1000)]),
+        ],
+    ),
 }
 
 

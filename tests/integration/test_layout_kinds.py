@@ -1,7 +1,8 @@
 """Layout kinds for the families still to come, held to their processors' own outputs.
 
-The row-break grid (Pixtral / Mistral3) and the Idefics3 tile canvas (Idefics3, SmolVLM) have
-no registered family yet; until their units bring the model-level oracle
+The row-break grid (Pixtral / Mistral3; the ``mistral3`` unit now brings its model-level oracle)
+and the Idefics3 tile canvas (Idefics3, SmolVLM, no registered family yet); until their units
+bring the model-level oracle
 (``test_evidence_conformance.py`` runs on every unit with a tiny recipe), their geometry is
 checked against transformers' own PIL image processors, which run without torchvision:
 

@@ -20,7 +20,7 @@ Kinds (each module documents the processors it replays):
 | :class:`FixedGrid` (``fixed_grid``) | LLaVA-1.5, the toy, PaliGemma, Gemma3 |
 | :class:`Anyres` (``anyres``) | LLaVA-NeXT, LLaVA-OneVision |
 | :class:`Tiles` (``tiles``) | InternVL (Idefics3, SmolVLM, AyaVision) |
-| :class:`RowBreak` (``row_break``) | (Pixtral / Mistral3) |
+| :class:`RowBreak` (``row_break``) | Mistral3 (Pixtral) |
 
 Each kind's test is a probe-derived oracle at real processor geometry:
 ``tests/integration/test_evidence_conformance.py`` holds ``token_spans`` to EQUALITY with the
