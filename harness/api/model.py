@@ -29,12 +29,18 @@ __all__ = [
     "TokenSpans",
     "BoxConvention",
     "box_numbers",
+    "loc_box",
     "parse_box_text",
     "load_adapter",
 ]
 
 BoxConvention = Literal[
-    "normalized", "normalized_1000", "normalized_1000_auto", "pixels_resized", "pixels"
+    "normalized",
+    "normalized_1000",
+    "normalized_1000_auto",
+    "pixels_resized",
+    "pixels",
+    "paligemma_loc",
 ]
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 12, 12.5, .1, 1e2
@@ -42,6 +48,7 @@ _SEP = r"\s*,\s*"
 # "[x1, y1, x2, y2]" (also "[[...]]") and Qwen2-VL's "(x1,y1),(x2,y2)" (inside
 # <|box_start|>…<|box_end|> when special tokens are kept, bare when they are skipped).
 _BOX_RE = re.compile(rf"\[\s*({_NUM}){_SEP}({_NUM}){_SEP}({_NUM}){_SEP}({_NUM})\s*\]")
+_LOC_RE = re.compile(r"<loc(\d{4})>\s*<loc(\d{4})>\s*<loc(\d{4})>\s*<loc(\d{4})>")
 _PAIR_RE = re.compile(
     rf"\(\s*({_NUM}){_SEP}({_NUM})\s*\)\s*,?\s*(?:to\s*)?\(\s*({_NUM}){_SEP}({_NUM})\s*\)"
 )
@@ -90,6 +97,26 @@ class TokenSpans:
     seq_len: int
 
 
+def loc_box(text: str, image_size: tuple[int, int]) -> Box | None:
+    """PaliGemma's first detection, four ``<locNNNN>`` tokens y1 x1 y2 x2, as a pixel box.
+
+    The rule of big_vision's own PaliGemma evaluator (google-research/big_vision @ 0127fb6,
+    ``big_vision/evaluators/proj/paligemma/transfers/segmentation.py``, ``Evaluator.run``): a
+    prediction is valid when all four indices lie in [0, 1023] and y2 > y1, x2 > x1; the box is
+    the indices divided by 1023 (fractions of the image), times the image height (y) and width
+    (x). None when no four consecutive loc tokens are found or the prediction is invalid
+    (reversed ends are not swapped: the evaluator counts them invalid).
+    """
+    match = _LOC_RE.search(text)
+    if match is None:
+        return None
+    y1, x1, y2, x2 = (int(g) for g in match.groups())
+    if max(y1, x1, y2, x2) > 1023 or y2 <= y1 or x2 <= x1:
+        return None
+    width, height = image_size
+    return Box(x1 / 1023 * width, y1 / 1023 * height, x2 / 1023 * width, y2 / 1023 * height)
+
+
 def parse_box_text(
     text: str,
     image_size: tuple[int, int],
@@ -110,11 +137,14 @@ def parse_box_text(
             (InternVL, as its ``evaluate_grounding.py`` reads them), ``pixels_resized``
             absolute pixels of the resized image the model saw (Qwen2.5-VL),
             ``pixels`` absolute pixels of the original image.
+            ``paligemma_loc`` PaliGemma's four ``<locNNNN>`` tokens (:func:`loc_box`).
         resized_size: (width, height) the model saw, for ``pixels_resized``.
 
     Returns:
         The box, or None if no well-formed, non-degenerate box is found.
     """
+    if convention == "paligemma_loc":
+        return loc_box(text, image_size)
     numbers = box_numbers(text)
     if numbers is None:
         return None

@@ -10,10 +10,12 @@ gives it ``<image>``… + the instruction and :meth:`PaliGemmaAdapter.render` re
 prefix. The prefix is attended both ways (prefix-LM, ``token_type_ids`` 0), the mask the model
 builds and headscope's dispatch honours (docs/attention_semantics.md).
 
-Boxes: PaliGemma writes detections as four ``<locYYYY>`` tokens, y1 x1 y2 x2 in 1024 bins
-(big_vision's PaliGemma README, "detect" prefix), which headscope's box parser does not read
-yet: the unit does not declare the ``boxes`` capability. Video frames are shown as consecutive
-images (as for LLaVA-1.5; PaliGemma has no video path).
+Boxes: PaliGemma writes a detection as four ``<locNNNN>`` tokens, y1 x1 y2 x2, each index / 1023
+a fraction of the image height or width (``paligemma_loc``, :func:`harness.api.model.loc_box`:
+the rule of big_vision's own PaliGemma evaluator). Its detection prompt is ``detect {things}``
+(big_vision configs/proj/paligemma/README.md); headscope's grounded tasks ask in words, so a
+checkpoint may answer in another form. Video frames are shown as consecutive images (as for
+LLaVA-1.5; PaliGemma has no video path).
 """
 
 from __future__ import annotations
@@ -38,20 +40,20 @@ def _shown(request: Request) -> int:
 
 @model_family("paligemma")
 class PaliGemmaAdapter(HFAdapter):
-    """PaliGemma (``google/paligemma-3b-mix-224``); prefix-LM prompt, no chat template."""
+    """PaliGemma (``google/paligemma-3b-mix-224``); prefix-LM prompt, <loc> boxes."""
 
     nest_images = True
     unit = FamilyUnit(
         model_class="PaliGemmaForConditionalGeneration",
         layout=FixedGrid(),
-        box_convention="normalized",
+        box_convention="paligemma_loc",
         box_source=(
-            "<locYYYY> tokens y1 x1 y2 x2 in 1024 bins (google-research/big_vision "
-            "big_vision/configs/proj/paligemma/README.md, 'detect'); not parsed by headscope "
-            "yet, so no 'boxes' capability ([0, 1] fractions are read if written)"
+            "four <locNNNN> tokens y1 x1 y2 x2, index / 1023 of the image height / width, valid "
+            "when in [0, 1023] with y2 > y1 and x2 > x1: google-research/big_vision @ 0127fb6 "
+            "big_vision/evaluators/proj/paligemma/transfers/segmentation.py::Evaluator.run"
         ),
         default_pretrained="google/paligemma-3b-mix-224",
-        capabilities=frozenset({"image", "video", "pages"}),
+        capabilities=frozenset({"image", "video", "pages", "boxes"}),
         video_as="images",
         chat=(
             "no chat template: '<image>'×n '<bos>' prompt '\\n' (the processor's), prefix-LM; "
