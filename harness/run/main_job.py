@@ -242,7 +242,8 @@ def _summary(results: Any, bench_path: Path, out: Path, cfg: ProtocolConfig) -> 
             elif name == "hybrid":
                 adaptive = "_adaptive" if args.get("select") == "adaptive" else ""
                 ranked = "_ranked" if args.get("layer_budget") == "ranking" else ""
-                row[f"hybrid{adaptive}{ranked}_keep{args['keep']}"] = _primary(e)
+                stream = "_stream" if args.get("decode", "dense") != "dense" else ""
+                row[f"hybrid{adaptive}{ranked}{stream}_keep{args['keep']}"] = _primary(e)
             else:
                 row[name] = _primary(e)
         per_task[task] = {k: _mean(v) if isinstance(v, list) else v for k, v in row.items()}

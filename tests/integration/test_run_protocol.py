@@ -60,6 +60,8 @@ def test_run_with_tasks_runs_the_whole_protocol(toy_job):
     for e in streamed:  # beside the prefill-only cell; recorded what it keeps
         resolved = e["intervention_resolved"]
         assert 0 < resolved["kv_kept_fraction"] < 1 and resolved["recent"] == 16
+    for row in first["summary"]["per_task"].values():  # its own key, beside the static one
+        assert "hybrid_stream_keep0.25" in row and "hybrid_keep0.25" in row
     decode = json.loads((out / "bench_decode.json").read_text())
     assert decode["schema"] == "headscope.bench_decode"
     assert all(r["max_logit_diff"] <= 1e-5 and r["kv_ratio"] > 1 for r in decode["rows"])

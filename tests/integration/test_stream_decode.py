@@ -237,3 +237,20 @@ def test_prefill_windows_under_a_static_cache_equal_a_dynamic_cache():
     ids, out_logits, _ = generate(model, inp, plan, cache)
     assert torch.equal(ids, dyn_ids)
     assert (out_logits - dyn_logits).abs().max().item() <= 1e-5
+
+
+def test_beam_search_reorders_the_streamed_buffers():
+    """num_beams > 1: the streamed cache's sinks and ring follow the beams (reorder_cache)."""
+    ad = adapter("llava")
+    model, inp, p = ad.model, inputs(ad, 2), plans(ad.geometry)
+    kw = dict(max_new_tokens=NEW, do_sample=False, num_beams=3, output_logits=True)
+    out = {}
+    with torch.no_grad():
+        for mode in ("reference", "stream"):
+            with plan_scope(model, p[mode]):
+                cache = stream_cache(model) if mode == "stream" else None
+                res = model.generate(**inp, **kw, return_dict_in_generate=True,
+                                     past_key_values=cache)  # fmt: skip
+            out[mode] = (res.sequences, torch.stack(res.logits))
+    assert torch.equal(out["stream"][0], out["reference"][0])
+    assert (out["stream"][1] - out["reference"][1]).abs().max().item() <= 1e-5

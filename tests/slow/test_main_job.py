@@ -52,12 +52,15 @@ def test_main_job_reduced_grid_writes_every_artifact(tmp_path, tiny_llava_dir):
         assert (out / rel).is_file(), rel
     results = json.loads((out / "accuracy" / "results.json").read_text())
     labels = {e["intervention"] for e in results["entries"]}
-    # none + top + bottom + 2 random draws + sap + hybrid (static, adaptive even and ranked)
-    assert len(labels) == 9
+    # none + top + bottom + 2 random draws + sap + hybrid (static, streamed decode, adaptive
+    # even and ranked)
+    assert len(labels) == 10
+    assert (out / "bench_decode.json").is_file()
     assert "hybrid:keep=0.25,select=adaptive,window=16" in labels
     assert set(summary["per_task"]) == {"pope_mini", "refcocog_mini"}
     assert all("hybrid_adaptive_keep0.25" in row for row in summary["per_task"].values())
     assert all("hybrid_adaptive_ranked_keep0.25" in row for row in summary["per_task"].values())
+    assert all("hybrid_stream_keep0.25" in row for row in summary["per_task"].values())
     assert summary["hybrid_speed"] and summary["hybrid_speed"][0]["length"] == 256
     maps = load_maps(out / "rank")  # stage 1's attention maps: 4 samples, top 4 + bottom 4
     assert maps.settings["maps"] == 4 and len(maps.tasks["refcocog_mini"].samples) == 4
