@@ -13,7 +13,8 @@ Which families a pixel prior supports is declared by each family unit's ``sap_pr
 (:mod:`harness.models.unit`); today:
 
 - ``complexity`` (per-patch grey-level gradient magnitude + variance, softmaxed over the
-  sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch)
+  sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch),
+  ``paligemma`` (one token per patch), ``gemma3`` (one token per pooled cell of 4×4 patches)
   and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl`` (one token per merged cell, images and
   videos). Computed on the processor-normalised pixels averaged over channels (and time).
 - ``vision`` (last ViT layer attention, mean over heads and queries, CLS dropped, softmaxed):
@@ -25,6 +26,7 @@ Other families (LLaVA-NeXT / OneVision anyres layouts, InternVL pixel shuffle) r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -163,11 +165,14 @@ def complexity_scores(model: Any, pixels: torch.Tensor) -> torch.Tensor:
     """
     family = model.config.model_type
     vcfg = model.config.vision_config
-    if family == "llava":
+    if family in ("llava", "paligemma", "gemma3"):
         if pixels.dim() != 4:
-            raise InterventionError("sap: llava complexity prior needs (N, 3, H, W) images")
-        p = vcfg.patch_size
+            raise InterventionError(f"sap: {family} complexity prior needs (N, 3, H, W) images")
         n, _, h, w = pixels.shape
+        p = vcfg.patch_size
+        pooled = getattr(model.config, "mm_tokens_per_image", None)
+        if pooled:  # Gemma 3: one token per pooled cell, mm_tokens_per_image on the canvas
+            p = h // math.isqrt(int(pooled))
         grey = pixels.float().mean(dim=1)[:, : h // p * p, : w // p * p]
         cells = grey.reshape(n, h // p, p, w // p, p).permute(0, 1, 3, 2, 4).reshape(-1, p, p)
         return patch_scores(cells)

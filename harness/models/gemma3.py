@@ -53,5 +53,6 @@ class Gemma3Adapter(HFAdapter):
             "processor expands to 256 soft tokens; a system message joins the first user "
             "turn; video frames shown as images"
         ),
+        sap_priors=("complexity",),
         tiny=TinyRecipe(config=gemma3_config, processor=gemma3_processor, finish=gemma3_finish),
     )

@@ -59,6 +59,7 @@ class PaliGemmaAdapter(HFAdapter):
             "no chat template: '<image>'×n '<bos>' prompt '\\n' (the processor's), prefix-LM; "
             "video frames shown as images"
         ),
+        sap_priors=("complexity",),
         tiny=TinyRecipe(config=paligemma_config, processor=paligemma_processor),
     )
 

@@ -181,6 +181,32 @@ def test_vision_prior_llava_equals_eager_vit_attention():
         assert torch.equal(prior.keys[b, :n], (inp["input_ids"][b] == 511).nonzero()[:, 0])
 
 
+@pytest.mark.parametrize(("family", "cell"), [("paligemma", 14), ("gemma3", 28)])
+def test_complexity_prior_fixed_grid_equals_its_cells(family, cell):
+    """PaliGemma: one token per 14-px patch; Gemma 3 (tiny 112², 16 tokens): 28-px cells."""
+    from PIL import Image
+
+    from harness.api.payloads import Request
+    from harness.testing.tiny import tiny_adapter
+
+    adapter = tiny_adapter(family)
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 256, (60 + 20 * i, 90, 3), np.uint8)) for i in (0, 1)]
+    requests = [Request("What is it?", images=(im,)) for im in images]
+    inp = adapter.prepare(requests)
+    seen, handle = probe_prior(adapter.model)
+    with SAP(prior="complexity").attach(adapter) as info:
+        logits(adapter.model, inp)
+    handle.remove()
+    assert info["forwards"] == 1
+    expected = llava_complexity(inp, patch=cell)
+    ids = inp["input_ids"]
+    for b in range(2):
+        n = int(seen[0].valid[b].sum())
+        assert n == len(expected[b]) == int((ids[b] == adapter.model.config.image_token_id).sum())
+        assert np.allclose(seen[0].prior[b, :n].numpy(), expected[b], atol=1e-6)
+
+
 def test_qwen_complexity_prior_same_in_forward_and_generate():
     _, adapter = pair("qwen2_vl")
     inp = qwen_batch()
