@@ -15,8 +15,9 @@ Which families a pixel prior supports is declared by each family unit's ``sap_pr
 - ``complexity`` (per-patch grey-level gradient magnitude + variance, softmaxed over the
   sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch),
   ``paligemma`` (one token per patch), ``gemma3`` (one token per pooled cell of 4×4 patches)
-  and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl`` (one token per merged cell, images and
-  videos). Computed on the processor-normalised pixels averaged over channels (and time).
+  and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl``/``glm4v`` (one token per merged cell, images
+  and videos; GLM-4.1V flattens its patches as Qwen does). Computed on the
+  processor-normalised pixels averaged over channels (and time).
 - ``vision`` (last ViT layer attention, mean over heads and queries, CLS dropped, softmaxed):
   ``llava`` only — its patch grid is the decoder's token grid, so pooling is the identity.
 

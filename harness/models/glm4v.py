@@ -41,5 +41,6 @@ class Glm4vAdapter(HFAdapter):
             "[gMASK]<sop><|user|> turn, each image <|begin_of_image|><|image|><|end_of_image|> "
             "before the text, <|assistant|>; no video (its video processor needs torchvision)"
         ),
+        sap_priors=("complexity",),
         tiny=TinyRecipe(config=glm4v_config, processor=glm4v_processor),
     )

@@ -207,6 +207,28 @@ def test_complexity_prior_fixed_grid_equals_its_cells(family, cell):
         assert np.allclose(seen[0].prior[b, :n].numpy(), expected[b], atol=1e-6)
 
 
+def test_complexity_prior_glm4v_equals_its_merged_cells():
+    """GLM-4.1V flattens patches as Qwen2-VL does: the same 28-px merged-cell scores."""
+    from PIL import Image
+
+    from harness.api.payloads import Request
+    from harness.testing.tiny import tiny_adapter
+
+    adapter = tiny_adapter("glm4v")
+    rng = np.random.default_rng(1)
+    images = [Image.fromarray(rng.integers(0, 256, (60 + 30 * i, 90, 3), np.uint8)) for i in (0, 1)]
+    inp = adapter.prepare([Request("What is it?", images=(im,)) for im in images])
+    seen, handle = probe_prior(adapter.model)
+    with SAP(prior="complexity").attach(adapter):
+        logits(adapter.model, inp)
+    handle.remove()
+    expected = qwen_complexity(inp)
+    for b in range(2):
+        n = int(seen[0].valid[b].sum())
+        assert n == len(expected[b])
+        assert np.allclose(seen[0].prior[b, :n].numpy(), expected[b], atol=1e-6)
+
+
 def test_qwen_complexity_prior_same_in_forward_and_generate():
     _, adapter = pair("qwen2_vl")
     inp = qwen_batch()
