@@ -1,7 +1,11 @@
 """Before/after of ANLS: the hand-written Levenshtein (copied from main f1d26d9, the "before")
 against tasks.common.answers.anls (rapidfuzz, the "after"): identical scores, and the speed ratio.
 
-Run: PYTHONPATH=. python scripts/bench_anls.py [--pairs N]
+The speed ratio is measured interleaved: before and after each time the same pairs in a fresh
+process, alternating over ``--repeats`` rounds (harness/bench/interleave.py); per-round ratio
+before / after, median and spread.
+
+Run: PYTHONPATH=. python scripts/bench_anls.py [--pairs N] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -57,12 +61,31 @@ def _pairs(n: int, seed: int = 0) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _timed(side: str, n: int) -> dict:
+    """One side's wall time over the ``n`` pairs (a fresh process each)."""
+    from tasks.common.answers import anls
+
+    fn = anls_before if side == "before" else anls
+    pairs = _pairs(n)
+    t0 = time.perf_counter()
+    total = sum(fn(p, g) for p, g in pairs)
+    return {"side": side, "wall_s": round(time.perf_counter() - t0, 4), "sum": total}
+
+
 def main() -> None:
+    import json
+    import sys
+
     from tasks.common.answers import anls, levenshtein
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=20000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--worker", choices=("before", "after"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(_timed(args.worker, args.pairs)))
+        return
     pairs = _pairs(args.pairs)
     hard = [
         ("", ""),
@@ -78,17 +101,24 @@ def main() -> None:
     mism += sum(levenshtein(p, g[0]) != levenshtein_before(p, g[0]) for p, g in pairs)
     smism = sum(anls(p, g) != anls_before(p, g) for p, g in pairs)
     smism += sum(anls(a, b) != anls_before(a, b) for a, b in hard)
-    t0 = time.perf_counter()
-    before = [anls_before(p, g) for p, g in pairs]
-    t1 = time.perf_counter()
-    after = [anls(p, g) for p, g in pairs]
-    t2 = time.perf_counter()
     print(
         f"pairs={len(pairs)} (+{len(hard)} hard cases) distance mismatches={mism} "
-        f"anls mismatches (exact float equality)={smism} sum before={sum(before)!r} "
-        f"after={sum(after)!r}"
+        f"anls mismatches (exact float equality)={smism}"
     )
-    print(f"time before={t1 - t0:.3f}s after={t2 - t1:.3f}s speedup={(t1 - t0) / (t2 - t1):.1f}x")
+    from harness.bench.interleave import paired_ratio, python_worker, run_interleaved, summary_line
+
+    cmd = {
+        s: python_worker(__file__, "--worker", s, "--pairs", str(args.pairs))
+        for s in ("before", "after")
+    }
+    runs = run_interleaved(cmd, repeats=args.repeats, echo=False)
+    print(
+        summary_line(
+            "anls speed", paired_ratio(runs, "before", "after", "wall_s"), "before", "after"
+        )
+    )
+    if {r["sum"] for r in runs["before"] + runs["after"]} != {runs["before"][0]["sum"]}:
+        sys.exit("the sums of the scores differ between runs")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ keep 0.05, W = 1024):
   decode                bench decode at Qwen3-VL-4B's real widths (36 layers, 32 heads, 8 KV,
                         d_h 128, hidden 2560, FFN 9728): 8K/32K/128K, keep 0.2/0.05 of the KV
                         groups, sink 64 + recent 256, TTFT up to 32K
+  prefetch              scripts/bench_prefetch.py on the real Qwen2.5-VL-7B architecture
+                        (random weights, bf16): 3 Video-MME questions on a one-minute
+                        448x448 video, 32 frames, 16 cells, prefetch off / on alternated
+                        twice in one process: wall off / on vs (media + GPU) / max
   attention_chunked     bench hybrid --scope attention, 32K/128K, chunked (the CPU kernel)
 """
 
@@ -53,6 +57,9 @@ STAGES: dict[str, tuple[int, int, list[str]]] = {
     "decode": (60, 120, ["-m", "harness", "bench", "decode", *GEO, "--head-dim", "128",
                          "--hidden", "2560", "--ffn", "9728", "--lengths", "8192,32768,131072",
                          "--keep", "0.2,0.05", "--ttft-max", "32768", "--json"]),
+    "prefetch": (100, 200, ["scripts/bench_prefetch.py", "--parts", "video", "--model",
+                            "qwen2_5_vl_7b", "--device", "cuda", "--in-process", "--docs", "3",
+                            "--repeats", "2"]),
     "attention_chunked": (30, 50, ["-m", "harness", "bench", "hybrid", *GEO, *HYBRID,
                                    "--scope", "attention", "--lengths", "32768,131072",
                                    "--kernel", "chunked", "--json"]),
