@@ -52,7 +52,7 @@ class ProtocolConfig:
         hybrid_stream: ``(sink, recent)`` of a streamed-decode hybrid cell beside each static
             hybrid cell (``decode=stream``: the KV groups without a kept head keep sink +
             recent tokens in decode); None: no such cells. The toy's (4, 16) is shorter than
-            every mini task's prompt (≥ 30 tokens), so streaming drops prompt tokens.
+            every mini task's prompt (32–115 tokens), so streaming drops prompt tokens.
         decode_lengths: Context lengths of the decode bench (``bench_decode.json``).
         sap: SAP intervention arguments (one setting).
         bench_lengths: Context lengths for the prefill benchmark (attention only); None: the
