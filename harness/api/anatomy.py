@@ -74,8 +74,9 @@ def text_config(model: Any) -> Any:
 
 
 def decoder_layers(model: Any) -> Any:
-    """The text decoder's layer list (``model.model.language_model.layers`` for the VLMs)."""
-    for path in ("model.language_model.layers", "language_model.layers", "model.layers", "layers"):
+    """The text decoder's layers (``model.language_model.layers``; Idefics3: ``text_model``)."""
+    paths = ("model.language_model.layers", "model.text_model.layers", "language_model.layers")
+    for path in (*paths, "model.layers", "layers"):
         obj = model
         for part in path.split("."):
             obj = getattr(obj, part, None)

@@ -60,7 +60,7 @@ __all__ = ["run_ttft", "main"]
 
 def _vision_tower(model: Any) -> Any:
     inner = getattr(model, "model", model)
-    for name in ("visual", "vision_tower"):
+    for name in ("visual", "vision_tower", "vision_model"):
         if getattr(inner, name, None) is not None:
             return getattr(inner, name)
     raise ValueError(f"no vision tower found in {type(model).__name__}")

@@ -31,7 +31,7 @@ class Untrackable(Exception):
 
 def vision_modules(base: Any) -> list[Any]:
     """The modules of ``base`` outside its language model, ``base`` itself first."""
-    lm = getattr(base, "language_model", None)
+    lm = getattr(base, "language_model", None) or getattr(base, "text_model", None)
     out, seen = [base], {id(base)}
     for child in base.children():
         if child is lm:

@@ -12,7 +12,8 @@ tokens. Four things make that trace exact rather than approximate:
    (bicubic would spread its edge over 2 px). Padding, cropping and tiling stay the
    processor's own code.
 2. :func:`token_local`: the vision tower's attention returns V, so a patch only sees itself.
-3. The projector's output of the black run is subtracted in both runs (LLaVA family, InternVL):
+3. The projector's output of the black run is subtracted in both runs (LLaVA family, InternVL,
+   AyaVision; Idefics3's and SmolVLM's ``connector``):
    features of tokens the box does not reach are then exactly 0, and the model's own packing,
    unpadding and bilinear pooling carry into each token exactly the weights it reads from
    touched tokens (no round-off can absorb a small one). Qwen's merger output is scattered as
@@ -29,7 +30,14 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["exact_overlap_resize", "token_local", "traced_positions", "draw_box"]
+__all__ = [
+    "draw_box",
+    "exact_overlap_resize",
+    "text_decoder",
+    "token_local",
+    "traced_positions",
+    "vision_tower",
+]
 
 _TOKEN_LOCAL = "headscope_token_local"
 
@@ -82,10 +90,21 @@ def _value_only(module: Any, query: Any, key: Any, value: Any, attention_mask: A
     return value.transpose(1, 2).contiguous(), None
 
 
-def _vision_config(model: Any) -> Any:
+def vision_tower(model: Any) -> Any:
+    """The vision encoder (``visual``, ``vision_tower``; Idefics3 / SmolVLM: ``vision_model``)."""
     inner = model.model
     tower = getattr(inner, "visual", None) or getattr(inner, "vision_tower", None)
-    return tower.config
+    return tower or inner.vision_model
+
+
+def text_decoder(model: Any) -> Any:
+    """The text decoder (``language_model``; Idefics3 / SmolVLM: ``text_model``)."""
+    inner = model.model
+    return getattr(inner, "language_model", None) or inner.text_model
+
+
+def _vision_config(model: Any) -> Any:
+    return vision_tower(model).config
 
 
 @contextlib.contextmanager
@@ -124,8 +143,9 @@ def _decoder_inputs(adapter: Any, requests: list[Any], reference: list[Any] | No
         return out - base
 
     model = adapter.model
-    hooks = [model.model.language_model.register_forward_pre_hook(grab, with_kwargs=True)]
-    projector = getattr(model.model, "multi_modal_projector", None)
+    inner = model.model
+    hooks = [text_decoder(model).register_forward_pre_hook(grab, with_kwargs=True)]
+    projector = getattr(inner, "multi_modal_projector", None) or getattr(inner, "connector", None)
     if projector is not None:
         hooks.append(projector.register_forward_hook(subtract))
     inputs = adapter.prepare(requests)

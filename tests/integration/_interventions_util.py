@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.api.anatomy import geometry_of
+from harness.api.anatomy import decoder_layers, geometry_of
 from harness.api.model import ModelAdapter
 from harness.api.specs import ModelSpec
 from harness.attention.dispatch import plan_scope, use_dispatch
@@ -77,7 +77,7 @@ def write_ranking(path, model, seed=0, tasks=("a", "b")):
 
 def o_proj_reference(model, inp, edit):
     """Plain sdpa forward with every o_proj input edited by ``edit(layer, x)``."""
-    layers = model.model.language_model.layers
+    layers = decoder_layers(model)
     handles = [
         layer.self_attn.o_proj.register_forward_pre_hook(
             lambda _m, args, i=i: (edit(i, args[0].clone()),)

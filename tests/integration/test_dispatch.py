@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.api.anatomy import geometry_of  # noqa: E402
+from harness.api.anatomy import decoder_layers, geometry_of  # noqa: E402
 from harness.api.heads import Head  # noqa: E402
 from harness.attention.dispatch import (  # noqa: E402
     Ablation,
@@ -120,9 +120,10 @@ def test_recorded_ram_equals_eager_probabilities(family):
             rows = qmask[b].nonzero()[:, 0]
             probs = att[layer][b][:, rows]  # [head, q_row, k_pos]
             ref = probs[..., kmask[b]].sum(-1).mean(-1)
-            assert (rec.mass[layer][b] - ref).abs().max() <= 1e-6
+            # float32 softmax round-off of sdpa-with-recording vs eager (SmolVLM: 1.3e-6)
+            assert (rec.mass[layer][b] - ref).abs().max() <= 2e-6
             n = len(rows)
-            assert (rec.rows[layer][b, :, :n] - probs).abs().max() <= 1e-6
+            assert (rec.rows[layer][b, :, :n] - probs).abs().max() <= 2e-6
             assert rec.row_positions[layer][b, :n].tolist() == rows.tolist()
     assert rec.matrix(2).shape == (2, 2, 4)
 
@@ -189,7 +190,7 @@ def test_plan_scope_restores_on_error(family):
         ref = logits(model, inp)
         with pytest.raises(RuntimeError, match="boom"):
             with plan_scope(model, Plan.build(ablate={Head(1, 1): Ablation("zero")})):
-                handle = model.model.language_model.layers[1].register_forward_hook(boom)
+                handle = decoder_layers(model)[1].register_forward_hook(boom)
                 try:
                     logits(model, inp)
                 finally:

@@ -19,6 +19,7 @@ from harness.api.registry import MODEL_FAMILIES  # noqa: E402
 from harness.models.layouts import SpatialKind  # noqa: E402
 from harness.models.unit import unit_names, unit_of  # noqa: E402
 from harness.testing.tiny import build_tiny_model, tiny_processor  # noqa: E402
+from harness.testing.trace import text_decoder, vision_tower  # noqa: E402
 
 TOKEN_LOCAL = "headscope_test_tokenlocal"
 FAMILIES = tuple(n for n in unit_names(tiny=True) if isinstance(unit_of(n).layout, SpatialKind))
@@ -35,7 +36,7 @@ def _local_adapter(family: str, **config):
 
     AttentionInterface.register(TOKEN_LOCAL, _value_only)
     model = build_tiny_model(family)
-    model.model.vision_tower.config._attn_implementation = TOKEN_LOCAL
+    vision_tower(model).config._attn_implementation = TOKEN_LOCAL
     processor = tiny_processor(family)
     for key, value in config.items():  # e.g. a smaller anyres_max_N, on model and processor
         setattr(model.config, key, value)
@@ -62,7 +63,7 @@ def _embeds(adapter, request: Request) -> torch.Tensor:
     def grab(module, args, kwargs):
         seen["x"] = kwargs["inputs_embeds"].detach().clone()
 
-    lm = adapter.model.model.language_model
+    lm = text_decoder(adapter.model)
     handle = lm.register_forward_pre_hook(grab, with_kwargs=True)
     try:
         with torch.no_grad():

@@ -19,7 +19,7 @@ Kinds (each module documents the processors it replays):
 | :class:`GridTHW` (``grid_thw``) | Qwen2/2.5/3-VL (GLM-4.1V) |
 | :class:`FixedGrid` (``fixed_grid``) | LLaVA-1.5, the toy, PaliGemma, Gemma3 |
 | :class:`Anyres` (``anyres``) | LLaVA-NeXT, LLaVA-OneVision |
-| :class:`Tiles` (``tiles``) | InternVL (Idefics3, SmolVLM, AyaVision) |
+| :class:`Tiles` (``tiles``) | InternVL, AyaVision, Idefics3, SmolVLM |
 | :class:`RowBreak` (``row_break``) | Mistral3 (Pixtral) |
 
 Each kind's test is a probe-derived oracle at real processor geometry:

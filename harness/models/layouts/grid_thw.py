@@ -96,7 +96,8 @@ class GridTHW(LayoutKind):
         processor = adapter.processor
         ids = inputs["input_ids"][0].tolist()
         image_pos = [i for i, t in enumerate(ids) if t == processor.image_token_id]
-        video_pos = [i for i, t in enumerate(ids) if t == processor.video_token_id]
+        video_id = getattr(processor, "video_token_id", None)  # image-only processors lack it
+        video_pos = [i for i, t in enumerate(ids) if video_id is not None and t == video_id]
         layout = Layout.empty()
         positions: list[int] = []
         patch, merge = _patch_merge(processor, video=False)

@@ -16,9 +16,9 @@ up to a multiple of the tile — and cut into tiles without further resizing; th
 (last) is that twice-resized image squashed to one tile. Footprints go back through every
 resize (:class:`~harness.models.layouts.geometry.Chain`); the resizes and the tiles' pixels are
 held to ``Idefics3ImageProcessorPil``'s own outputs by ``tests/integration/test_layout_kinds.py``
-(the model-level oracle comes with the family's unit).
+and the tokens to the model-level oracle (``tests/integration/test_evidence_conformance.py``).
 
-Families: InternVL (and AyaVision — GotOcr2 as InternVL —, Idefics3 and SmolVLM).
+Families: InternVL, AyaVision (``got_ocr2``), Idefics3 and SmolVLM (``idefics3``).
 """
 
 from __future__ import annotations
@@ -215,6 +215,9 @@ class Tiles(SpatialKind):
         cell = round(patch / factor) if factor < 1 else round(patch * factor)
         seq = getattr(adapter.processor, "image_seq_length", None)
         seq = getattr(adapter.processor, "image_seq_len", None) if seq is None else seq
+        if seq is None and hasattr(adapter.processor, "img_size"):  # AyaVisionProcessor
+            # its placeholders a tile: (img_size / (patch_size · its downsample_factor))²
+            seq = (int(adapter.processor.img_size) // int(adapter.processor.patch_size)) ** 2
         if seq is not None and (tile // cell) ** 2 != int(seq):
             raise NotImplementedError(f"{tile}-px tiles of {cell}-px cells ≠ image_seq_length")
         return tile, cell
@@ -246,8 +249,8 @@ class Tiles(SpatialKind):
         layout.add(source, rects, size)
 
     def add_video(self, adapter: Any, layout: Layout, frames: tuple[Any, ...], shown: int) -> None:
-        """One squashed tile per frame (``idefics3``: each frame as an image)."""
-        if self.canvas == "idefics3":
+        """One squashed tile per frame (frames shown as images: each tiled as an image)."""
+        if self.canvas == "idefics3" or adapter.video_as == "images":
             super().add_video(adapter, layout, frames, shown)
             return
         tile, cell = self.tile_cell(adapter)
