@@ -13,7 +13,8 @@ heads of 16, one decoder layer per distinct layer type, geometry kept) and repor
   counts decoder layers called / decoder layers. The forward is the whole model's
   (``input_ids`` + ``attention_mask``), or its decoder's where the model needs pixels;
 - ``sliding``: a call received a ``sliding_window`` kwarg that is not None;
-- ``grid``: ``use_dispatch`` + ``plan_scope``: an empty plan equals sdpa exactly, a window
+- ``grid``: ``use_dispatch`` + ``plan_scope``: an empty plan equals the text decoder's own
+  attention (``reference``: sdpa, or eager where the class has no sdpa) exactly, a window
   covering the whole sequence on every head within 1e-5, every head zero-ablated differs by
   more than 1e-4 (else the refusal or error);
 - ``family``: the headscope family units declaring this class (``harness.models.unit``), and
@@ -40,7 +41,8 @@ from collections import Counter
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scan_tiny import tiny_model  # noqa: E402
+from scan_report import families, footprint_families, groups, summary, table  # noqa: E402
+from scan_tiny import default_builds, tiny_model  # noqa: E402
 
 PROBE = "famscan_probe"
 SLIDING = ("sliding_attention", "chunked_attention", "hybrid_sliding")
@@ -112,6 +114,16 @@ def _config_facts(model_type: str) -> dict[str, Any]:
     return facts
 
 
+def _layer_list(decoder: Any) -> list[Any]:
+    import torch
+
+    for name, module in decoder.named_modules():
+        last = name.rsplit(".", 1)[-1]
+        if isinstance(module, torch.nn.ModuleList) and last in ("layers", "layer", "h", "block"):
+            return list(module)
+    return [decoder]
+
+
 def _routing(model: Any, inputs: dict[str, Any]) -> tuple[dict[str, Any], str]:
     from harness.api.anatomy import decoder_layers
 
@@ -127,9 +139,8 @@ def _routing(model: Any, inputs: dict[str, Any]) -> tuple[dict[str, Any], str]:
             error = f"{how} forward: {_error(err)}"
     try:
         layers = list(decoder_layers(model))
-    except ValueError:  # headscope cannot find the layers: the decoder's own
-        decoder = model.get_decoder()
-        layers = getattr(decoder, "layers", None) or getattr(decoder, "layer", None) or [decoder]
+    except ValueError:  # headscope cannot find them: the decoder's first layer list
+        layers = _layer_list(model.get_decoder())
     owner = {id(m): i for i, layer in enumerate(layers) for m in layer.modules()}
     text = [c for c in _calls if c[0] in owner]
     counts = Counter(c[0] for c in text)
@@ -149,12 +160,12 @@ def _routing(model: Any, inputs: dict[str, Any]) -> tuple[dict[str, Any], str]:
     }, how
 
 
-def _grid(model: Any, inputs: dict[str, Any], how: str) -> dict[str, Any]:
+def _grid(model: Any, inputs: dict[str, Any], how: str, own: str) -> dict[str, Any]:
     from harness.api.anatomy import UnsupportedModelError, geometry_of
     from harness.attention.dispatch import Plan, plan_scope, use_dispatch
     from harness.attention.plan import Ablation, LayerPlan, Window
 
-    _select(model, "sdpa")
+    _select(model, own)  # the reference: the text decoder's own (sdpa where it has it)
     ref = _output(model, inputs, how)
     try:
         use_dispatch(model)
@@ -184,6 +195,7 @@ def scan_one(model_type: str, class_name: str) -> dict[str, Any]:
     """One row: build, routing, grid (see the module docstring). Runs in a child process."""
     import torch
 
+    from harness.api.anatomy import text_config
     from harness.attention.dispatch import ensure_registered
 
     torch.set_num_threads(1)
@@ -196,8 +208,10 @@ def scan_one(model_type: str, class_name: str) -> dict[str, Any]:
         row["build_s"] = round(time.perf_counter() - start, 1)
     except Exception as err:  # noqa: BLE001
         row["build"] = _error(err)
+        row["default_build"] = default_builds(model_type, class_name)
         return row
     ensure_registered()
+    row["reference"] = text_config(model)._attn_implementation
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, 100, (1, 12), generator=g)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -205,7 +219,7 @@ def scan_one(model_type: str, class_name: str) -> dict[str, Any]:
         routing, how = _routing(model, inputs)
         row.update(routing)
         if routing["forward"] is not None:
-            row.update(_grid(model, inputs, how))
+            row.update(_grid(model, inputs, how, row["reference"]))
     except Exception as err:  # noqa: BLE001
         row["grid"] = _error(err)
         row["trace"] = traceback.format_exc(limit=-3)
@@ -240,92 +254,6 @@ def _run(model_type: str, class_name: str, limit: float) -> dict[str, Any]:
     return {**row, **_config_facts(model_type)}
 
 
-def _families() -> dict[str, list[str]]:
-    """transformers class → headscope families whose unit declares it."""
-    from harness.models.unit import units
-
-    out: dict[str, list[str]] = {}
-    for name, unit in units().items():
-        out.setdefault(unit.model_class, []).append(name)
-    return out
-
-
-def _footprint_families() -> set[str]:
-    """The families tests/integration/test_footprints.py parametrises over (its ALL)."""
-    from harness.models.unit import unit_names
-
-    return set(unit_names())
-
-
-def summary(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Counts over the rows (each a model type of the mapping)."""
-    built = [r for r in rows if r.get("build") == "ok"]
-    return {
-        "model_types": len(rows),
-        "classes": len({r["class"] for r in rows}),
-        "tiny_build_ok": len(built),
-        "forward_ok": sum(r.get("forward") is not None for r in built),
-        "routed": sum(bool(r.get("routed")) for r in built),
-        "routed_once_per_layer": sum(bool(r.get("once")) for r in built),
-        "all_decoder_layers_called": sum(
-            bool(r.get("routed")) and r["layers_called"] == r["decoder_layers"] for r in built
-        ),
-        "sliding_kwarg_seen": sum(bool(r.get("sliding")) for r in built),
-        "config_sliding_or_chunked": sum(r["config_sliding"] for r in rows),
-        "config_layers_without_heads": sum(r["no_head_layers"] for r in rows),
-        "refused_encoder_decoder": sum(r["refused"] == "encoder-decoder" for r in rows),
-        "refused_cross_attention": sum(r["refused"] == "cross-attention" for r in rows),
-        "grid_ok": sum(r.get("grid") == "ok" for r in rows),
-        "with_family_unit": sum(bool(r["family"]) for r in rows),
-        "footprints_tested": sum(bool(r["footprints"]) for r in rows),
-    }
-
-
-COLUMNS = (
-    "model type",
-    "class",
-    "tiny build",
-    "routed",
-    "once",
-    "layers called",
-    "sliding",
-    "layer kinds",
-    "grid",
-    "family",
-    "footprints",
-)
-
-
-def _mark(value: Any) -> str:
-    return {True: "yes", False: "no"}.get(value, "-") if value in (True, False, None) else value
-
-
-def _cells(r: dict[str, Any]) -> list[str]:
-    built = r.get("build") == "ok"
-    if not built:
-        return [r["model_type"], r["class"], r["build"], *["-"] * 5, *_tail(r)]
-    routed = _mark(r.get("routed")) if r.get("forward") else r.get("forward_error") or "-"
-    called = f"{r['layers_called']}/{r['decoder_layers']}" if "layers_called" in r else "-"
-    once, sliding = _mark(r.get("once")), _mark(r.get("sliding"))
-    return [r["model_type"], r["class"], "ok", routed, once, called, sliding, *_tail(r)]
-
-
-def _tail(r: dict[str, Any]) -> list[str]:
-    grid = r.get("grid", "-")
-    if grid == "refused":
-        grid = f"refused ({r['refused']})"
-    family = ", ".join(r["family"]) or "-"
-    return [", ".join(r["layer_types"]) or "-", grid, family, _mark(r["footprints"])]
-
-
-def table(rows: list[dict[str, Any]]) -> str:
-    """The Markdown table, one row per model type."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in rows:
-        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in _cells(r)) + " |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Scan, then print the table and counts (or ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -350,13 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in args.only if m not in mapping]
     if unknown:
         parser.error(f"unknown model types {unknown} (known: {', '.join(mapping)})")
-    families, footprinted = _families(), _footprint_families()
+    units, footprinted = families(), footprint_families()
     rows = []
     for model_type, class_name in mapping.items():
         if args.only and model_type not in args.only:
             continue
         row = _run(model_type, class_name, args.limit)
-        row["family"] = families.get(class_name, [])
+        row["family"] = units.get(class_name, [])
         row["footprints"] = bool(set(row["family"]) & footprinted)
         rows.append(row)
         print(f"{model_type}: {row['build']}, grid {row.get('grid')}", file=sys.stderr)
@@ -365,13 +293,17 @@ def main(argv: list[str] | None = None) -> int:
     versions = {"transformers": transformers.__version__, "torch": torch.__version__}
     counts = summary(rows)
     if args.json:
-        print(json.dumps({**versions, "counts": counts, "rows": rows}, indent=1, default=str))
+        out = {**versions, "counts": counts, "groups": groups(rows), "rows": rows}
+        print(json.dumps(out, indent=1, default=str))
     else:
         print(f"transformers {transformers.__version__}, torch {torch.__version__}\n")
         print(table(rows))
         print()
         for key, value in counts.items():
             print(f"- {key}: {value}")
+        print()
+        for key, names in groups(rows).items():
+            print(f"- {key}: {', '.join(names) or '-'}")
     return 0
 
 

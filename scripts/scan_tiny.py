@@ -65,8 +65,7 @@ _KV = {"num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_n
 _HEAD_DIMS = {
     "head_dim",
     "d_kv",
-    "qk_nope_head_dim",
-    "qk_rope_head_dim",
+    "qk_head_dim",
     "v_head_dim",
     "linear_key_head_dim",
     "linear_value_head_dim",
@@ -74,6 +73,8 @@ _HEAD_DIMS = {
     "global_head_dim",
 }
 _SMALL = {
+    "qk_nope_head_dim": HEAD_DIM // 2,  # MLA: nope + rope = the head dim
+    "qk_rope_head_dim": HEAD_DIM // 2,
     "num_experts": 4,
     "n_routed_experts": 4,
     "num_local_experts": 4,
@@ -122,13 +123,16 @@ def _clip_feature_layer(value: Any) -> Any:
     return value
 
 
-def _per_layer(value: dict[str, Any], keep: list[int]) -> dict[str, Any]:
-    """A dict keyed by layer index, cut and renumbered to the kept layers."""
-    out = {}
-    for new, old in enumerate(keep):
-        for k in (old, str(old)):
-            if k in value:
-                out[type(k)(new)] = value[k]
+def _per_layer(value: dict[Any, Any], keep: list[int]) -> dict[Any, Any]:
+    """A dict keyed by layer index (``5`` or ``"05"``), cut and renumbered to the kept
+    layers, each layer's overrides shrunk too."""
+    out: dict[Any, Any] = {}
+    for key, sub in value.items():
+        old = int(key)
+        if old in keep:
+            new = keep.index(old)
+            new_key = new if isinstance(key, int) else f"{new:0{len(key)}d}"
+            out[new_key] = shrink_dict(sub) if isinstance(sub, dict) else sub
     return out
 
 
@@ -163,11 +167,12 @@ def shrink_dict(d: dict[str, Any]) -> dict[str, Any]:
     """A tiny copy of one config dict (recursively: sub-config dicts are shrunk too)."""
     out = dict(d)
     keep = _layer_selection(d)
+    mla = {k: d.get(k) for k in ("head_dim", "qk_rope_head_dim", "qk_nope_head_dim")}
     n_layers = len(keep) if keep is not None else None
     old_layers = next((d[k] for k in _LAYERS if isinstance(d.get(k), int)), None)
     for key, value in d.items():
         if key == "per_layer_config" and isinstance(value, dict):
-            out[key] = _per_layer(value, keep) if keep is not None else value
+            out[key] = _per_layer(value, keep or list(range(LAYERS)))
         elif isinstance(value, dict) and ("model_type" in value or key.endswith("config")):
             out[key] = shrink_dict(value)
         elif key == "rope_parameters" and isinstance(value, dict):
@@ -177,8 +182,8 @@ def shrink_dict(d: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(value, bool) or not isinstance(value, (int, list)):
             continue
         elif isinstance(value, list):
-            if keep is not None and old_layers and len(value) == old_layers:
-                out[key] = [value[i] for i in keep]
+            if old_layers and len(value) == old_layers:  # one entry per layer
+                out[key] = [value[i] for i in keep or range(min(old_layers, LAYERS))]
             elif key.endswith("_layers") and old_layers and _indices(value, old_layers):
                 new = n_layers or LAYERS  # layer indices (Mllama's cross-attention layers)
                 out[key] = sorted({min(v, new - 1) for v in value})
@@ -195,6 +200,8 @@ def shrink_dict(d: dict[str, Any]) -> dict[str, Any]:
         elif key in _KV and value > 0:
             heads = next((d[k] for k in _HEADS if isinstance(d.get(k), int)), value)
             out[key] = HEADS if value >= heads else min(value, KV)
+        elif key == "head_dim" and mla["qk_rope_head_dim"] == value:
+            out[key] = _SMALL["qk_rope_head_dim"]  # MLA's head dim is the rope part (DeepSeek-V3)
         elif key in _HEAD_DIMS and value > HEAD_DIM:
             out[key] = HEAD_DIM
         elif key in _SMALL and value > _SMALL[key]:
@@ -210,6 +217,21 @@ def tiny_config(model_type: str) -> Any:
     small = shrink_dict(config.to_dict())
     small.pop("transformers_version", None)
     return type(config).from_dict(small)
+
+
+def default_builds(model_type: str, class_name: str) -> str:
+    """Whether the full-size default config builds at all (on the meta device): ``ok`` or
+    the error, to tell a shrink problem from a default config that does not build."""
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    try:
+        with torch.device("meta"):
+            getattr(transformers, class_name)._from_config(AutoConfig.for_model(model_type))
+        return "ok"
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        return f"{type(err).__name__}: {str(err).strip()[:120]}"
 
 
 def tiny_model(model_type: str, class_name: str) -> Any:
