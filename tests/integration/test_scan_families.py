@@ -63,6 +63,9 @@ def test_scan_rows_and_counts():
     assert counts["config_layers_without_heads"] == 1
     assert counts["refused_cross_attention"] == 1 and counts["grid_ok"] == 2
     assert counts["with_family_unit"] == counts["footprints_tested"] == 1
+    assert got["groups"]["not_routed"] == ["blip"]
+    assert got["groups"]["layers_not_called"] == ["mllama", "qwen3_5"]
+    assert got["groups"]["refused"] == ["mllama"]
 
 
 def test_unknown_model_type_is_refused():
