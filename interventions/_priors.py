@@ -14,7 +14,8 @@ Which families a pixel prior supports is declared by each family unit's ``sap_pr
 
 - ``complexity`` (per-patch grey-level gradient magnitude + variance, softmaxed over the
   sample's visual tokens): ``llava`` (CLIP grid, ``default`` strategy: one token per patch),
-  ``paligemma`` (one token per patch), ``gemma3`` (one token per pooled cell of 4×4 patches)
+  ``paligemma`` (one token per patch), ``gemma3`` (one token per pooled cell of 4×4 patches),
+  ``mistral3`` (one token per 28-px cell of each image's own unpadded part)
   and ``qwen2_vl``/``qwen2_5_vl``/``qwen3_vl``/``glm4v`` (one token per merged cell, images
   and videos; GLM-4.1V flattens its patches as Qwen does). Computed on the
   processor-normalised pixels averaged over channels (and time).
@@ -156,16 +157,29 @@ def vision_tower_module(model: Any) -> Any:
     raise InterventionError(f"sap: cannot find the vision encoder of {type(model).__name__}")
 
 
-def complexity_scores(model: Any, pixels: torch.Tensor) -> torch.Tensor:
+def complexity_scores(model: Any, pixels: torch.Tensor, image_sizes: Any = None) -> torch.Tensor:
     """(n_tokens,) complexity scores, in feature order, of one vision-encoder call's pixels.
 
     Args:
         model: The HF model (its ``model_type`` picks the pixel layout).
         pixels: LLaVA: (N, 3, H, W) images. Qwen: (rows, C·T·p·p) flattened patches, every
             ``merge²`` consecutive rows forming one merged token (images or videos).
+        image_sizes: Mistral3: each padded image's own (h, w); its tokens are the
+            ``patch · spatial_merge_size`` cells of that part, row-major.
     """
     family = model.config.model_type
     vcfg = model.config.vision_config
+    if family == "mistral3":
+        import torch
+
+        c = vcfg.patch_size * model.config.spatial_merge_size
+        grey = pixels.float().mean(dim=1)
+        out = []
+        for index, (h, w) in enumerate(image_sizes.tolist()):
+            own = grey[index, : h // c * c, : w // c * c]
+            cells = own.reshape(h // c, c, w // c, c).permute(0, 2, 1, 3).reshape(-1, c, c)
+            out.append(patch_scores(cells))
+        return torch.cat(out)
     if family in ("llava", "paligemma", "gemma3"):
         if pixels.dim() != 4:
             raise InterventionError(f"sap: {family} complexity prior needs (N, 3, H, W) images")

@@ -205,7 +205,10 @@ class SAP(Intervention):
                     f"{len(captured)} time(s) since the last prefill"
                 )
             # Qwen encodes images before videos; LLaVA has images only.
-            scores = {k: _priors.complexity_scores(model, px) for k, px in zip(present, captured)}
+            scores = {
+                k: _priors.complexity_scores(model, px, sizes)
+                for k, (px, sizes) in zip(present, captured)
+            }
         elif self.prior == "vision":
             scores = {}
             if pending["vit"] is not None:
@@ -219,7 +222,8 @@ class SAP(Intervention):
 def _capture(pending: dict[str, Any]) -> Any:
     def hook(_module: Any, args: tuple, kwargs: dict) -> None:
         pixels = args[0] if args else kwargs.get("pixel_values", kwargs.get("hidden_states"))
-        pending["pixels"].append(pixels.detach())
+        sizes = kwargs.get("image_sizes")  # Pixtral: each padded image's own (h, w)
+        pending["pixels"].append((pixels.detach(), sizes))
 
     return hook
 

@@ -44,5 +44,6 @@ class Mistral3Adapter(HFAdapter):
             "<s>[INST] each image as [IMG] (expanded to rows of [IMG] + [IMG_BREAK], "
             "[IMG_END] last), the text, [/INST]; video frames shown as images"
         ),
+        sap_priors=("complexity",),
         tiny=TinyRecipe(config=mistral3_config, processor=mistral3_processor),
     )

@@ -229,6 +229,35 @@ def test_complexity_prior_glm4v_equals_its_merged_cells():
         assert np.allclose(seen[0].prior[b, :n].numpy(), expected[b], atol=1e-6)
 
 
+def test_complexity_prior_mistral3_scores_each_images_own_cells():
+    """Mistral3: padded images in one batch; each image's own part cut into 28-px cells."""
+    from PIL import Image
+
+    from harness.api.payloads import Request
+    from harness.testing.tiny import tiny_adapter
+
+    adapter = tiny_adapter("mistral3")
+    rng = np.random.default_rng(2)
+    images = [Image.fromarray(rng.integers(0, 256, (60 + 50 * i, 90, 3), np.uint8)) for i in (0, 1)]
+    inp = adapter.prepare([Request("What is it?", images=(im,)) for im in images])
+    seen, handle = probe_prior(adapter.model)
+    with SAP(prior="complexity").attach(adapter):
+        logits(adapter.model, inp)
+    handle.remove()
+    grey = inp["pixel_values"].numpy().astype(np.float64).mean(1)
+    sizes = inp["image_sizes"].tolist()
+    assert any((h, w) != tuple(grey.shape[1:]) for h, w in sizes)  # one image is padded
+    for b, (h, w) in enumerate(sizes):
+        scores = [
+            cell_score(grey[b, i * 28 : (i + 1) * 28, j * 28 : (j + 1) * 28])
+            for i in range(h // 28)
+            for j in range(w // 28)
+        ]
+        n = int(seen[0].valid[b].sum())
+        assert n == len(scores)
+        assert np.allclose(seen[0].prior[b, :n].numpy(), softmax(np.array(scores)), atol=1e-6)
+
+
 def test_qwen_complexity_prior_same_in_forward_and_generate():
     _, adapter = pair("qwen2_vl")
     inp = qwen_batch()
