@@ -8,7 +8,8 @@ and loaded back through ``--model hf --model-args pretrained=DIR``
   outputs name no layout kind, so every intervention and a task without gold evidence run,
   and grounded ranking is one usage error saying what to declare;
 - PaddleOCR-VL (``PaddleOCRVLForConditionalGeneration``, an image-only processor with
-  ``image_grid_thw``): the ``grid_thw`` kind is detected, so grounded ranking runs too.
+  ``image_grid_thw``): the ``grid_thw`` kind is detected (its evidence map equals the
+  model's own token-local trace, :mod:`harness.testing.trace`), so grounded ranking runs too.
 """
 
 from __future__ import annotations
@@ -135,6 +136,26 @@ def test_a_detected_grid_thw_maps_evidence_to_its_cells():
     assert spans.evidence == spans.visual == tuple(found.positions.tolist())
     corner = ad.token_spans(request, BoxEvidence(Box(0, 0, 1, 1))).evidence
     assert corner == spans.visual[:1]
+
+
+@pytest.mark.parametrize(
+    ("size", "boxes"),
+    [
+        ((200, 150), [(0, 0, 1, 1), (50, 40, 90, 41), (199, 149, 200, 150)]),
+        ((333, 1000), [(100, 300, 140, 360), (0, 999, 333, 1000)]),
+    ],
+)
+def test_the_detected_grid_thw_equals_the_trace(size, boxes):
+    """The detected kind's evidence map equals the model's own token-local trace."""
+    from harness.testing.trace import draw_box, traced_positions
+
+    ad = adapter("paddleocr_vl")
+    blank = [Request("Where?", images=(Image.new("RGB", size),)) for _ in boxes]
+    lit = [Request("Where?", images=(draw_box(Image.new("RGB", size), Box(*b)),)) for b in boxes]
+    traced = traced_positions(ad, blank, lit)
+    assert all(traced)
+    for request, box, seen in zip(blank, boxes, traced, strict=True):
+        assert set(ad.token_spans(request, BoxEvidence(Box(*box))).evidence) == seen, box
 
 
 def test_tiny_true_is_refused():
