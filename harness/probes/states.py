@@ -25,7 +25,8 @@ class StateCapture:
     Attributes:
         inputs: layer → block input.
         post_attn: layer → input + attention update (input of ``post_attention_layernorm``;
-            of ``pre_feedforward_layernorm`` in Gemma 2/3's sandwich-norm layers).
+            of ``pre_feedforward_layernorm`` in Gemma 2/3's sandwich-norm layers; input +
+            attention output where attention and MLP run in parallel, Cohere2 / AyaVision).
         post_ffn: layer → block output (input + attention + FFN).
         calls: Number of forwards seen (only the first is kept when ``first_call_only``).
     """
@@ -76,13 +77,19 @@ def capture_states(
     def first_arg(args: tuple, kwargs: dict) -> Any:
         return args[0] if args else kwargs["hidden_states"]
 
+    raw: dict[int, Any] = {}  # a parallel block's input, until its attention output comes
     for layer in chosen:
         block = blocks[layer]
 
         def pre(_m, args, kwargs, layer=layer):
             if layer == min(chosen):
                 cap.calls += 1
-            keep(cap.inputs, layer, first_arg(args, kwargs))
+            raw[layer] = first_arg(args, kwargs)
+            keep(cap.inputs, layer, raw[layer])
+
+        def parallel(_m, _args, output, layer=layer):
+            out = output[0] if isinstance(output, tuple) else output
+            keep(cap.post_attn, layer, raw.pop(layer) + out)
 
         def mid(_m, args, layer=layer):
             keep(cap.post_attn, layer, args[0])
@@ -93,8 +100,12 @@ def capture_states(
         handles.append(block.register_forward_pre_hook(pre, with_kwargs=True))
         # the norm whose input is the residual after attention: Gemma 2/3's sandwich layers
         # norm the attention output itself in post_attention_layernorm
-        norm = getattr(block, "pre_feedforward_layernorm", None) or block.post_attention_layernorm
-        handles.append(norm.register_forward_pre_hook(mid))
+        norm = getattr(block, "pre_feedforward_layernorm", None)
+        norm = norm or getattr(block, "post_attention_layernorm", None)
+        if norm is not None:
+            handles.append(norm.register_forward_pre_hook(mid))
+        else:  # attention and MLP in parallel (Cohere, Cohere2): input + attention output
+            handles.append(block.self_attn.register_forward_hook(parallel))
         handles.append(block.register_forward_hook(post))
     try:
         yield cap

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.api.anatomy import geometry_of  # noqa: E402
+from harness.api.anatomy import decoder_layers, geometry_of  # noqa: E402
 from harness.api.heads import Head  # noqa: E402
 from harness.attention.dispatch import (  # noqa: E402
     Ablation,
@@ -31,7 +31,7 @@ def inputs(model, seed=0):
 
 def reference_with_values(model, inp, edit):
     """sdpa forward where o_proj inputs are edited from the layer's value states."""
-    layers = model.model.language_model.layers
+    layers = decoder_layers(model)
     values, handles = {}, []
     for i, layer in enumerate(layers):
         handles.append(
@@ -222,7 +222,7 @@ def test_capture_states_are_the_residual_stream(family):
     model = build_tiny_model(family, num_layers=3)
     inp = inputs(model, seed=6)
     updates = {}
-    layers = model.model.language_model.layers
+    layers = decoder_layers(model)
 
     # the attention's residual update: o_proj's output, or its post-norm before the residual
     # add (Gemma 2/3's sandwich post_attention_layernorm, GLM-4's post_self_attn_layernorm)
