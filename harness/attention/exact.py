@@ -26,18 +26,44 @@ def explicit_mask(
 ) -> Any:
     """The mask a plan runs under: HF's own, or all-True where None means "no mask".
 
+    A float (additive) mask is read as the bool mask it stands for (:func:`_bool_of_additive`).
+
     HF's sdpa path reads a None mask as causal only when the module (or an ``is_causal``
     kwarg) says so; PaliGemma's decoder modules are ``is_causal=False`` and get None when
     no token type ids are passed and nothing is padded. The plan executor reads None as
     causal, so that case becomes an explicit all-True mask here.
     """
+    import torch
+
+    if attention_mask is not None and attention_mask.is_floating_point():
+        return _bool_of_additive(module, attention_mask)
     causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
     if attention_mask is not None or causal or query.shape[2] == 1:
         return attention_mask
-    import torch
 
     shape = (query.shape[0], 1, query.shape[2], key.shape[2])
     return torch.ones(1, 1, 1, 1, dtype=torch.bool, device=query.device).expand(shape)
+
+
+def _bool_of_additive(module: Any, mask: Any) -> Any:
+    """A float (additive) mask as the bool mask plans read: 0 = attend, very negative = not.
+
+    Some attention layers get an additive mask although ``sdpa_mask`` is registered (GLM-5's
+    ``indexed_attention`` layers: found by scripts/scan_families.py). A float mask holding any
+    other value is a bias, not a mask: refused, with the layer named.
+    """
+    import torch
+
+    if mask.is_meta:
+        return mask.new_ones(mask.shape, dtype=torch.bool)
+    blocked = mask <= torch.finfo(mask.dtype).min / 2
+    if not bool(((mask == 0) | blocked).all()):
+        raise ValueError(
+            f"{type(module).__name__} (layer {getattr(module, 'layer_idx', None)}) passes an "
+            "additive attention bias (values other than 0 and -inf); headscope plans read "
+            "masks only, so no intervention or probe can run on this layer"
+        )
+    return ~blocked
 
 
 def check_kwargs(module: Any, kwargs: dict[str, Any]) -> None:

@@ -117,3 +117,23 @@ def test_last_keys_reads_ahead_slices_and_bounds_the_other_rows_by_their_positio
     assert last[310].item() == 339 and last[339].item() == 339  # inside the block: its end
     assert last[100].item() == 100 and last[500].item() == 500  # elsewhere: the row itself
     assert last_keys(block_mask([0, 3], 600, 600, [])) is None
+
+
+def test_additive_float_masks_are_read_as_bool_and_biases_refused():
+    """GLM-5-Next's indexed_attention passes a float mask (0 / min) although sdpa_mask is
+    registered; the plan must read it as the bool mask it stands for."""
+    import types
+
+    import torch
+
+    from harness.attention.exact import explicit_mask
+
+    module = types.SimpleNamespace(is_causal=True, layer_idx=3)
+    allowed = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]
+    q = k = torch.zeros(1, 2, 4, 8)
+    for fill in (torch.finfo(torch.float32).min, float("-inf")):
+        additive = torch.zeros(1, 1, 4, 4).masked_fill(~allowed, fill)
+        assert torch.equal(explicit_mask(module, additive, q, k), allowed)
+    bias = torch.zeros(1, 1, 4, 4).masked_fill(~allowed, -1.5)
+    with pytest.raises(ValueError, match="layer 3"):
+        explicit_mask(module, bias, q, k)
