@@ -143,9 +143,16 @@ def _unfilled_dropped(query: Any, key: Any, value: Any, mask: Any) -> tuple:
 
     Plans read a query's position as ``S_kv - S_q``; a static cache passes its whole buffer,
     so the keys after the last one the mask allows are dropped first. A dynamic cache's last
-    key is the newest token, which its row sees: nothing changes.
+    key is the newest token, which its row sees: nothing changes. A causal prefill on an
+    empty static cache may come with no mask at all (transformers skips it: sdpa's
+    ``is_causal`` aligns upper-left, query ``i`` sees keys ``0..i``); its keys after the
+    queries are dropped, as transformers' ``sdpa_attention_forward`` does
+    (``integrations/sdpa_attention.py``).
     """
-    if mask is None or mask.shape[-1] != key.shape[2] or key.shape[2] <= query.shape[2]:
+    q_len, kv_len = query.shape[2], key.shape[2]
+    if mask is None and 1 < q_len < kv_len:  # the None left here means causal (explicit_mask)
+        return key[:, :, :q_len], value[:, :, :q_len], None
+    if mask is None or mask.shape[-1] != kv_len or kv_len <= q_len:
         return key, value, mask
     if mask.is_meta or bool(mask[..., -1].any()):
         return key, value, mask
