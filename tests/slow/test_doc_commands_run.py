@@ -7,8 +7,8 @@ finds it. Toy substitutions: sizes shrink (``--limit`` ≤ 4 and the main job's 
 to its test sizes, bench lengths to 1024/2048 tokens, windows to 64, mask samples to 2), CUDA
 becomes the CPU. Left out, each with its reason (checked to be one of these): a real
 checkpoint (no weights offline), a plugin folder placeholder, a served viewer, full-size
-``bench ttft`` (GPU only), inputs that only a real model's run makes, and other projects'
-head files (``heads import``). Slow.
+``bench ttft`` and ``bench decode`` at a real model's widths (GPU only), inputs that only a
+real model's run makes, and other projects' head files (``heads import``). Slow.
 """
 
 from __future__ import annotations
@@ -36,10 +36,16 @@ SIZES = {
 }
 
 
+#: ``bench decode`` flags added where a documented command leaves them at their defaults.
+DECODE_SIZES = ("--lengths=1024", "--keep=0.5", "--new-tokens=2", "--repeats=1", "--ttft-max=1024")
+
+
 def _small(argv: list[str]) -> list[str]:
     out = list(argv)
     if out[0] in ("run", "rank", "diagnose", "means") and "--limit" not in out:
         out += ["--limit", "4"]
+    if out[:2] == ["bench", "decode"]:  # its CPU defaults take minutes: one short context
+        out += [f for f in DECODE_SIZES if f.split("=")[0] not in out]
     for i, token in enumerate(out[:-1]):
         if token in SIZES:
             out[i + 1] = SIZES[token]
@@ -55,6 +61,8 @@ def _skip_reason(argv: list[str], cwd: Path) -> str | None:
     model = argv[argv.index("--model") + 1] if "--model" in argv else "toy"
     if argv[0] == "bench" and argv[1] == "ttft":
         return None if "--shrink" in argv else "full-size bench ttft"
+    if argv[0] == "bench" and argv[1] == "decode" and "--hidden" in argv:
+        return "full-size bench decode"  # a real model's widths: GPU only
     if argv[0] in ("run", "rank", "diagnose", "means") and model != "toy":
         return "real checkpoint"
     if "--include_path" in argv or "--include-path" in argv:
@@ -106,6 +114,7 @@ def test_documented_commands_run_on_the_toy(doc, tmp_path, monkeypatch):
         "plugin placeholder",
         "served viewer",
         "full-size bench ttft",
+        "full-size bench decode",
         "a real model's run",
         "another project's file",
     }
