@@ -287,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench_grid_"))
+    media_cache = grid_inputs.media_cache()  # the workers write the videos once
     results: list[dict[str, Any]] = []
     try:
         for part in ("toy", "video", "pages"):
@@ -301,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(projection(args, media, proc))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(media_cache, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

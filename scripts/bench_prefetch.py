@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(part, mode, args)))
         return 0
     results = []
+    media_cache = grid_inputs.media_cache()  # the workers write the videos once
     for part in parts:
         if args.in_process:
             _defaults(args, part)
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(res)
             continue
         results.append(_interleaved(part, args))
+    shutil.rmtree(media_cache, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
