@@ -46,22 +46,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.api.errors import UsageError
+from leaderboards.run_checks import check_definitions, check_mode, run_identity, separate_models
 from leaderboards.settings import (
-    CI_SUFFIXES,
-    IDENTITY_KEYS,
-    UNRECORDED_SCORING,
     MergeError,
     check_scoring,
     combine,
     flatten,
     model_label,
     model_settings,
-    scoring_of,
 )
 
 __all__ = ["Run", "RankingFile", "Sources", "load_sources", "classify", "run_identity"]
@@ -202,50 +199,6 @@ def _pick_results(files: list[Path], scoring: str | None) -> list[Path]:
     return [f for f in files if f not in left_out]
 
 
-def run_identity(res: Any) -> dict[str, Any]:
-    """The run-identity fields a results file's numbers depend on beyond its model and settings.
-
-    The run's seed (random head draws, seeded fallbacks), and the requested model's revision,
-    device type (``cuda:1`` counts as ``cuda``) and device map: runs that differ in any of
-    them never share a row. (Model identity fields besides the shown name, e.g. the family of
-    two runs of one checkpoint, join the settings where two runs differ in them:
-    :func:`_separate_models`.)
-    """
-    spec = res.spec_resolved if isinstance(res.spec_resolved, dict) else {}
-    model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
-    out: dict[str, Any] = {}
-    if "seed" in spec:
-        out["seed"] = spec["seed"]
-    for key in ("revision", "device_map"):
-        if model.get(key) is not None:
-            out[f"model.{key}"] = model[key]
-    if isinstance(model.get("device"), str):
-        out["model.device"] = model["device"].split(":")[0]
-    return flatten(out)
-
-
-def _separate_models(runs: list[Run]) -> list[Run]:
-    """Runs shown under one model name that differ in another identity field keep it apart.
-
-    Such a field (``family``, ``checkpoint``...) joins those runs' settings as ``model.KEY``,
-    so that they form different rows (a differing-settings column says which is which).
-    """
-    by_label: dict[str, list[Run]] = {}
-    for run in runs:
-        by_label.setdefault(run.model, []).append(run)
-    extra: dict[int, dict[str, Any]] = {}
-    for group in by_label.values():
-        for key in IDENTITY_KEYS:
-            values = {json.dumps(r.results.model.get(key), default=str) for r in group}
-            if len(values) > 1:
-                for r in group:
-                    extra.setdefault(id(r), {})[f"model.{key}"] = r.results.model.get(key)
-    return [
-        replace(r, config=combine(r.config, flatten(extra[id(r)]))) if id(r) in extra else r
-        for r in runs
-    ]
-
-
 #: Run settings that are records, not settings: which file a rescored copy came from.
 _NOT_RUN_SETTINGS = ("rescored_from",)
 
@@ -381,11 +334,11 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
                 raise MergeError(
                     f"{file}: malformed {kind} file ({type(exc).__name__}: {exc})"
                 ) from None
-    sources.runs = _separate_models(sources.runs)
-    _check_definitions(sources.runs)
+    sources.runs = separate_models(sources.runs)
+    check_definitions(sources.runs)
     check_scoring(sources.runs)
     if scoring is not None:
-        _check_mode(sources.runs, scoring)
+        check_mode(sources.runs, scoring)
     if sources.empty():
         names = ", ".join(str(p) for p in paths)
         skipped = "; ".join(sources.warnings)
@@ -393,39 +346,3 @@ def load_sources(paths: Sequence[str | Path], scoring: str | None = None) -> Sou
             f"no headscope results found in {names}" + (f" ({skipped})" if skipped else "")
         )
     return sources
-
-
-def _check_definitions(runs: Sequence[Run]) -> None:
-    """Refuse a metric its results file does not define (``metric_defs``).
-
-    Without a definition its direction (higher or lower is better), meaning and bounds are
-    unknown, so no table can say whether a change is a gain or a loss. A declared metric's
-    confidence-interval companions (``<metric>_ci_low`` / ``_ci_high``) need none of their own.
-    """
-    for run in runs:
-        for entry in run.results.entries:
-            defined = {d.name for d in run.results.metric_defs.get(entry.task, [])}
-            for metric in entry.metrics:
-                base = metric.name
-                for suffix in CI_SUFFIXES:
-                    base = base.removesuffix(suffix)
-                if metric.name not in defined and base not in defined:
-                    raise MergeError(
-                        f"{run.path}: {entry.task}/{entry.intervention} holds metric "
-                        f"{metric.name!r}, which its metric_defs do not define (direction and "
-                        f"meaning unknown; defined: {sorted(defined) or 'none'})",
-                        hint="declare it in the task's metrics and rerun, or leave this file out",
-                    )
-
-
-def _check_mode(runs: Sequence[Run], scoring: str) -> None:
-    """Refuse runs holding a task scored under another mode than ``--scoring``."""
-    for run in runs:
-        for entry in run.results.entries:
-            mode = scoring_of(entry)
-            if mode not in (scoring, UNRECORDED_SCORING):
-                raise MergeError(
-                    f"{run.path}: {entry.task} is scored {mode!r}, not --scoring {scoring!r}, "
-                    f"and there is no rescored copy: run `headscope rescore "
-                    f"{run.path.parent} --scoring {scoring}` first, or leave it out"
-                )

@@ -63,7 +63,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -288,7 +287,7 @@ def save_maps(directory: str | os.PathLike, maps: Maps) -> Path:
     Returns:
         The path of ``maps.json``.
     """
-    from harness.schema.results import file_mode, write_json_atomic
+    from harness.schema.results import replace_atomically, write_json_atomic
 
     maps.validate()
     root = Path(directory)
@@ -297,17 +296,7 @@ def save_maps(directory: str | os.PathLike, maps: Maps) -> Path:
     for task in maps.tasks.values():
         for s in task.samples:
             arrays.update(s.arrays())
-    fd, tmp = tempfile.mkstemp(prefix=f".{MAPS_NPZ}.", suffix=".tmp", dir=root)
-    try:
-        os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, root / MAPS_NPZ)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(root / MAPS_NPZ, lambda fh: np.savez(fh, **arrays), binary=True)
     doc = maps.to_dict({"file": MAPS_NPZ, "sha256": _sha256(root / MAPS_NPZ)})
     write_json_atomic(root / MAPS_JSON, doc, indent=1, allow_nan=False)
     return root / MAPS_JSON
