@@ -150,6 +150,12 @@ def test_llava_box_in_cropped_away_region_raises():
 
 
 def test_parse_box_normalized(adapter):
+    if adapter.box_convention == "paligemma_loc":  # y1 x1 y2 x2, each index / 1023 (loc_box)
+        box = adapter.parse_box("<loc0102><loc0256><loc0921><loc0767>", (200, 100))
+        expected = (256 / 1023 * 200, 102 / 1023 * 100, 767 / 1023 * 200, 921 / 1023 * 100)
+        assert box is not None and box.as_tuple() == expected
+        assert adapter.parse_box("[ 0.25 , 0.1 , 0.75 , 0.9 ]", (200, 100)) is None
+        return
     box = adapter.parse_box("[ 0.25 , 0.1 , 0.75 , 0.9 ]", (200, 100))
     assert box is not None and box.as_tuple() == (50.0, 10.0, 150.0, 90.0)
 
